@@ -1,0 +1,59 @@
+// Package cache is Eureka's response cache: encoded registry payloads, stored as plain and gzip
+// bytes with an ETag, served without re-encoding, and made fresh again after every change.
+//
+// # Two tiers, as in Eureka's ResponseCacheImpl
+//
+// The readWrite tier (github.com/patrickmn/go-cache) maps a Key (entity, name, JSON or XML,
+// full or compact) to a Value built by the caller's Loader. A miss calls the loader once, even
+// when many requests miss together, and compresses the result right away. Entries expire
+// AutoExpiration (eureka.server.response-cache-auto-expiration-in-seconds, 180 s) after they
+// were built, and Invalidate drops the keys a registry change affects (see Cache.Invalidate,
+// which also drops the compact VIP keys and each piece of a comma-separated VIP address, two
+// keys Eureka forgets).
+//
+// The readOnly tier is consulted first when UseReadOnly
+// (eureka.server.use-read-only-response-cache, true) is set. It is an immutable map swapped
+// atomically, so a hit takes no lock and allocates nothing; a miss fills it from the readWrite
+// tier. It is never invalidated, only refreshed. With UseReadOnly false every Get reads the
+// readWrite tier, which is always fresh.
+//
+// # goreka's refresh on change (the default)
+//
+// Eureka refreshes the readOnly tier on a 30 s timer (response-cache-update-interval-ms), so a
+// new instance can take up to 30 s to show in /eureka/apps and /eureka/apps/delta, and a new
+// application can 404 for as long. goreka instead marks the readOnly keys an Invalidate touches
+// as dirty and Cache.Run rebuilds them shortly after:
+//
+//   - the first change after a quiet period is rebuilt at once;
+//   - changes that arrive during a rebuild, or within the refresh gap after it, are rebuilt
+//     together when the gap ends. The gap is MinRefreshGap (200 ms) or twice the duration of
+//     the last rebuild, whichever is longer (never more than UpdateInterval), so a storm of a
+//     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
+//
+// A registration is therefore visible within the refresh gap plus one rebuild, well under a
+// second for a 10k-instance registry, while every full fetch between rebuilds is still a copy of
+// cached bytes. Every UpdateInterval a housekeeping pass also rebuilds readOnly entries older
+// than AutoExpiration, keeping Eureka's bound on how stale renewal timestamps can get.
+//
+// # Getting Eureka's exact 30 s behaviour back
+//
+// Set RefreshOnChange to false. Run then copies every readOnly key from the readWrite tier each
+// UpdateInterval, first at the next multiple of the interval since the epoch, exactly like
+// Eureka's timer. cmd/goreka does this when the configuration sets
+// eureka.server.response-cache-update-interval-ms explicitly, or when it sets
+// goreka.cache.refresh-on-change=false.
+//
+// # Conditional requests
+//
+// Each Value carries a strong ETag (xxhash of the plain bytes). Java clients ignore it; other
+// clients can send If-None-Match and get 304 (Value.NotModified).
+//
+// # Typical use
+//
+//	c := cache.New(cache.DefaultConfig(), func(k cache.Key) ([]byte, bool, error) {
+//		return encode(k) // the server's codec over a registry snapshot
+//	})
+//	go c.Run(ctx)
+//	registryOptions.OnChange = c.Invalidate
+//	v, err := c.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
+package cache

@@ -1,0 +1,261 @@
+package cache
+
+import (
+	"context"
+	"time"
+)
+
+// Run keeps the readOnly tier fresh until ctx is done, then returns nil.
+//
+// In on-change mode (RefreshOnChange) it waits for Invalidate to mark readOnly keys dirty and
+// rebuilds them from the readWrite tier, at most once per refresh gap: the first change after
+// a quiet period is rebuilt at once, and the changes that arrive while a rebuild runs or during
+// the gap after it are rebuilt together at the end of the gap. Every UpdateInterval it also
+// rebuilds readOnly entries older than AutoExpiration and runs the readWrite janitor.
+//
+// In timer mode (RefreshOnChange false) it behaves like Eureka: every UpdateInterval, first at
+// the next multiple of the interval since the Unix epoch, every readOnly key is copied from the
+// readWrite tier (which loads whatever was invalidated or expired).
+//
+// With UseReadOnly false it only runs the readWrite janitor every UpdateInterval.
+func (c *Cache) Run(ctx context.Context) error {
+	switch {
+	case !c.cfg.UseReadOnly:
+		return c.runJanitor(ctx)
+	case c.cfg.RefreshOnChange:
+		return c.runOnChange(ctx)
+	default:
+		return c.runTimer(ctx)
+	}
+}
+
+func (c *Cache) runJanitor(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.UpdateInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			c.rw.DeleteExpired()
+		}
+	}
+}
+
+func (c *Cache) runTimer(ctx context.Context) error {
+	iv := c.cfg.UpdateInterval
+	// Like Eureka's Timer.schedule(task, firstTime, period): the first run at the next
+	// wall-clock multiple of the interval, then at a fixed rate.
+	now := c.now()
+	ivMs := iv.Milliseconds()
+	if ivMs <= 0 {
+		ivMs = 1
+	}
+	next := time.UnixMilli((now.UnixMilli()/ivMs + 1) * ivMs)
+	first := time.NewTimer(next.Sub(now))
+	defer first.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-first.C:
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		c.refreshAll()
+		c.rw.DeleteExpired()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cache) runOnChange(ctx context.Context) error {
+	housekeeping := time.NewTicker(c.cfg.UpdateInterval)
+	defer housekeeping.Stop()
+	var lastEnd time.Time // end of the previous rebuild, by c.now
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.wake:
+		case <-housekeeping.C:
+			c.rw.DeleteExpired()
+			if c.markAged(c.now()) == 0 {
+				continue
+			}
+		}
+		if !lastEnd.IsZero() {
+			if d := lastEnd.Add(time.Duration(c.gap.Load())).Sub(c.now()); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+			}
+		}
+		start := c.now()
+		if c.rebuildDirty() == 0 {
+			continue
+		}
+		lastEnd = c.now()
+		c.adaptGap(lastEnd.Sub(start))
+	}
+}
+
+// adaptGap sets the coalescing gap from the last rebuild's duration: twice that, but no less
+// than MinRefreshGap and no more than UpdateInterval (never slower than Eureka's timer).
+func (c *Cache) adaptGap(took time.Duration) {
+	c.lastDur.Store(int64(took))
+	gap := max(2*took, c.cfg.MinRefreshGap)
+	gap = min(gap, max(c.cfg.UpdateInterval, c.cfg.MinRefreshGap))
+	c.gap.Store(int64(gap))
+}
+
+// markAged marks dirty the readOnly entries built at or before now - AutoExpiration, so that
+// on-change mode keeps Eureka's bound on staleness (renewal timestamps) even without changes.
+// It returns how many keys are dirty.
+func (c *Cache) markAged(now time.Time) int {
+	cutoff := now.Add(-c.cfg.AutoExpiration)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range *c.ro.Load() {
+		if !v.Built.After(cutoff) {
+			c.dirty[k] = struct{}{}
+		}
+	}
+	return len(c.dirty)
+}
+
+// rebuildDirty reloads the dirty readOnly keys through the readWrite tier and publishes them
+// in one new readOnly map. Keys whose load fails keep their old value and stay dirty (retried
+// on the next change or housekeeping pass). It returns the number of keys it tried.
+func (c *Cache) rebuildDirty() int {
+	c.mu.Lock()
+	if len(c.dirty) == 0 {
+		c.mu.Unlock()
+		return 0
+	}
+	keys := make([]Key, 0, len(c.dirty))
+	for k := range c.dirty {
+		keys = append(keys, k)
+	}
+	clear(c.dirty)
+	c.mu.Unlock()
+
+	updates := make(map[Key]*Value, len(keys))
+	var failed []Key
+	for _, k := range keys {
+		// If k is invalidated again while it loads, the load is not stored in the readWrite
+		// tier but is still newer than what readers see now, so it is published; k is dirty
+		// again and the next rebuild replaces it.
+		v, err := c.getRW(k, false)
+		if err != nil {
+			failed = append(failed, k)
+			continue
+		}
+		updates[k] = v
+	}
+	c.mu.Lock()
+	c.roInsertLocked(updates)
+	for _, k := range failed {
+		c.dirty[k] = struct{}{}
+	}
+	c.mu.Unlock()
+	c.stats.rebuilds.Add(1)
+	c.stats.rebuiltKeys.Add(uint64(len(updates)))
+	return len(keys)
+}
+
+// refreshAll is Eureka's timer task: copy every readOnly key from the readWrite tier.
+func (c *Cache) refreshAll() {
+	start := c.now()
+	cur := *c.ro.Load()
+	updates := make(map[Key]*Value)
+	for k, old := range cur {
+		v, err := c.getRW(k, false)
+		if err != nil || v == old {
+			continue
+		}
+		updates[k] = v
+	}
+	c.mu.Lock()
+	c.roInsertLocked(updates)
+	c.mu.Unlock()
+	c.stats.rebuilds.Add(1)
+	c.stats.rebuiltKeys.Add(uint64(len(updates)))
+	c.lastDur.Store(int64(c.now().Sub(start)))
+}
+
+// Stats is a snapshot of the cache's counters and state.
+type Stats struct {
+	Hits          uint64 // Gets answered without loading, from either tier
+	ReadOnlyHits  uint64 // of which from the readOnly tier
+	Misses        uint64 // loads started (by Gets and by refreshes)
+	SharedLoads   uint64 // Gets that waited for a load another goroutine had started
+	LoadErrors    uint64 // loads that returned an error (nothing cached)
+	StaleLoads    uint64 // loads not stored because their key was invalidated meanwhile
+	Invalidations uint64 // Invalidate calls
+	Rebuilds      uint64 // refresh passes over the readOnly tier
+	RebuiltKeys   uint64 // readOnly entries replaced by those passes
+
+	ReadOnlyKeys  int // entries in the readOnly tier
+	ReadWriteKeys int // entries in the readWrite tier (including ones expired but not yet swept)
+	DirtyKeys     int // readOnly entries waiting for a rebuild
+
+	LastRebuild time.Duration // duration of the last refresh pass
+	RefreshGap  time.Duration // current minimum gap between rebuilds (on-change mode)
+	// OldestPayload is the age of the oldest payload a Get can return now without loading
+	// (readOnly tier, or readWrite tier when the readOnly tier is off); 0 when empty.
+	OldestPayload time.Duration
+}
+
+// Stats returns current counters. It walks the served tier to find the oldest payload, so
+// call it at metrics-scrape rate, not per request.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		Hits:          c.stats.hits.Load(),
+		ReadOnlyHits:  c.stats.roHits.Load(),
+		Misses:        c.stats.misses.Load(),
+		SharedLoads:   c.stats.shared.Load(),
+		LoadErrors:    c.stats.loadErrors.Load(),
+		StaleLoads:    c.stats.staleLoads.Load(),
+		Invalidations: c.stats.invalidations.Load(),
+		Rebuilds:      c.stats.rebuilds.Load(),
+		RebuiltKeys:   c.stats.rebuiltKeys.Load(),
+		LastRebuild:   time.Duration(c.lastDur.Load()),
+		RefreshGap:    time.Duration(c.gap.Load()),
+		ReadWriteKeys: c.rw.ItemCount(),
+	}
+	now := c.now()
+	var oldest time.Time
+	note := func(v *Value) {
+		if oldest.IsZero() || v.Built.Before(oldest) {
+			oldest = v.Built
+		}
+	}
+	ro := *c.ro.Load()
+	s.ReadOnlyKeys = len(ro)
+	if c.cfg.UseReadOnly {
+		for _, v := range ro {
+			note(v)
+		}
+	} else {
+		for _, it := range c.rw.Items() {
+			if e := it.Object.(*rwEntry); now.Before(e.expires) {
+				note(e.v)
+			}
+		}
+	}
+	if !oldest.IsZero() {
+		s.OldestPayload = now.Sub(oldest)
+	}
+	c.mu.Lock()
+	s.DirtyKeys = len(c.dirty)
+	c.mu.Unlock()
+	return s
+}
