@@ -1,0 +1,79 @@
+package registry
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Default lease timings (Eureka's LeaseInfo defaults).
+const (
+	DefaultLeaseDuration   = 90 * time.Second
+	DefaultRenewalInterval = 30 * time.Second
+)
+
+// lease is Eureka's Lease: one registration of one instance.
+//
+// Expiry copies Eureka exactly, including its known quirk: Renew sets
+// lastUpdate to now+duration and Expired compares now with
+// lastUpdate+duration, so a renewed lease expires two durations after its
+// last heartbeat (180 s by default) while a never-renewed lease expires one
+// duration after registration. goreka keeps this on purpose: clients and
+// operators have tuned lease-expiration-duration-in-seconds against this
+// behaviour for a decade, and in a mixed peer group with Java servers every
+// node must drop a silent instance on the same schedule (evictions are not
+// replicated). See docs/OPERATIONS.md, "Leases and eviction".
+//
+// inst is replaced, never mutated, and only under the registry's write lock;
+// lastUpdate is atomic because Renew runs under the read lock.
+type lease struct {
+	inst            *Instance
+	duration        time.Duration
+	renewalInterval time.Duration
+	registered      time.Time
+	lastUpdate      atomic.Int64 // unix nanoseconds (Eureka's lastUpdateTimestamp)
+	eviction        time.Time    // set once, on cancel or eviction
+	serviceUp       time.Time
+}
+
+func newLease(in *Instance, now time.Time) *lease {
+	l := &lease{
+		inst:            in,
+		duration:        in.LeaseInfo.Duration,
+		renewalInterval: in.LeaseInfo.RenewalInterval,
+		registered:      now,
+	}
+	if l.duration <= 0 {
+		l.duration = DefaultLeaseDuration
+	}
+	if l.renewalInterval <= 0 {
+		l.renewalInterval = DefaultRenewalInterval
+	}
+	l.lastUpdate.Store(now.UnixNano())
+	return l
+}
+
+// renew is Lease.renew: lastUpdate = now + duration (the quirk above).
+func (l *lease) renew(now time.Time) {
+	l.lastUpdate.Store(now.Add(l.duration).UnixNano())
+}
+
+// expired is Lease.isExpired(additionalLeaseMs).
+func (l *lease) expired(now time.Time, extra time.Duration) bool {
+	if !l.eviction.IsZero() {
+		return true
+	}
+	deadline := l.lastUpdate.Load() + int64(l.duration) + int64(extra)
+	return now.UnixNano() > deadline
+}
+
+func (l *lease) view() LeaseView {
+	return LeaseView{
+		Instance:              l.inst,
+		RegistrationTimestamp: l.registered,
+		LastRenewalTimestamp:  time.Unix(0, l.lastUpdate.Load()),
+		EvictionTimestamp:     l.eviction,
+		ServiceUpTimestamp:    l.serviceUp,
+		RenewalInterval:       l.renewalInterval,
+		Duration:              l.duration,
+	}
+}

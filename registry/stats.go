@@ -1,0 +1,131 @@
+package registry
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// hashCode is Applications.getReconcileHashCode over per-status counts:
+// "NAME_count_" for every status with instances, in byte order of the names.
+func hashCode(counts map[Status]int) string {
+	names := make([]string, 0, len(counts))
+	for s, n := range counts {
+		if n > 0 {
+			names = append(names, string(s))
+		}
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, s := range names {
+		b.WriteString(s)
+		b.WriteByte('_')
+		b.WriteString(strconv.Itoa(counts[Status(s)]))
+		b.WriteByte('_')
+	}
+	return b.String()
+}
+
+// HashCode computes apps__hashcode for the given per-status counts.
+func HashCode(counts map[Status]int) string { return hashCode(counts) }
+
+// MinuteCount is the number of renewals in one wall-clock minute.
+type MinuteCount struct {
+	Minute time.Time
+	Count  int64
+}
+
+const historyMinutes = 60
+
+// rate is Eureka's MeasuredRate with one-minute buckets, computed from the
+// injected clock instead of a timer: lastMinute is the count of the previous
+// whole minute. It also keeps the last hour for the dashboard's chart.
+type rate struct {
+	mu     sync.Mutex
+	minute int64 // current bucket, unix minutes
+	cur    int64
+	hist   [historyMinutes]int64 // hist[m % 60] = count of minute m
+	histAt [historyMinutes]int64 // which minute hist[i] holds
+}
+
+func (r *rate) roll(m int64) {
+	if m == r.minute {
+		return
+	}
+	if r.minute != 0 {
+		i := r.minute % historyMinutes
+		r.hist[i], r.histAt[i] = r.cur, r.minute
+	}
+	r.minute, r.cur = m, 0
+}
+
+func (r *rate) inc(now time.Time) {
+	m := now.Unix() / 60
+	r.mu.Lock()
+	r.roll(m)
+	r.cur++
+	r.mu.Unlock()
+}
+
+func (r *rate) lastMinute(now time.Time) int64 {
+	m := now.Unix() / 60
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.roll(m)
+	i := (m - 1) % historyMinutes
+	if r.histAt[i] != m-1 {
+		return 0
+	}
+	return r.hist[i]
+}
+
+func (r *rate) history(now time.Time) []MinuteCount {
+	m := now.Unix() / 60
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.roll(m)
+	out := make([]MinuteCount, 0, historyMinutes)
+	for k := m - historyMinutes; k < m; k++ {
+		i := k % historyMinutes
+		var n int64
+		if r.histAt[i] == k {
+			n = r.hist[i]
+		}
+		out = append(out, MinuteCount{Minute: time.Unix(k*60, 0).UTC(), Count: n})
+	}
+	return out
+}
+
+// ring is a bounded newest-last list (Eureka's CircularQueue of last N).
+type ring struct {
+	max   int
+	items []LastN
+	next  int
+}
+
+func (q *ring) add(at time.Time, app, id string) {
+	e := LastN{At: at, App: app, ID: id}
+	if len(q.items) < q.max {
+		q.items = append(q.items, e)
+		return
+	}
+	q.items[q.next] = e
+	q.next = (q.next + 1) % q.max
+}
+
+// list returns the entries newest first.
+func (q *ring) list() []LastN {
+	out := make([]LastN, 0, len(q.items))
+	n := len(q.items)
+	for k := 0; k < n; k++ {
+		// newest is just before next (or the end when not yet wrapped)
+		i := (q.next - 1 - k + 2*n) % n
+		if len(q.items) < q.max {
+			i = n - 1 - k
+		}
+		out = append(out, q.items[i])
+	}
+	return out
+}
