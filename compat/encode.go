@@ -1,0 +1,289 @@
+package compat
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// Java class names written as type ids.
+const (
+	classDefaultDataCenter = "com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo"
+	classAmazonInfo        = "com.netflix.appinfo.AmazonInfo"
+	classEmptyMap          = "java.util.Collections$EmptyMap"
+)
+
+// compactAmazonKeys are the Amazon metadata keys the compact format keeps
+// (MiniInstanceInfoMixIn).
+var compactAmazonKeys = []string{"instance-id", "public-ipv4", "public-hostname", "local-ipv4", "availability-zone"}
+
+// AppendApplications appends the document of apps (the body of GET /apps,
+// /apps/delta, /vips/{vip}) in format f, full or compact. A nil apps is
+// written as an empty document.
+func AppendApplications(dst []byte, f Format, compact bool, apps *registry.Applications) []byte {
+	if apps == nil {
+		apps = &registry.Applications{}
+	}
+	if f == JSON {
+		return appendApplicationsJSON(dst, compact, apps)
+	}
+	return appendApplicationsXML(dst, compact, apps)
+}
+
+// AppendApplication appends the document of one application (GET
+// /apps/{app}) in format f, full or compact, with root "application".
+func AppendApplication(dst []byte, f Format, compact bool, app *registry.Application) []byte {
+	if app == nil {
+		app = &registry.Application{}
+	}
+	if f == JSON {
+		dst = append(dst, `{"application":`...)
+		dst = appendApplicationJSON(dst, compact, app)
+		return append(dst, '}')
+	}
+	var w xmlWriter
+	w.buf = dst
+	w.application(compact, app)
+	return w.buf
+}
+
+// AppendInstance appends the document of one instance (GET
+// /apps/{app}/{id}, /instances/{id}) with root "instance", always in the
+// full format: the Java server ignores X-Eureka-Accept there.
+func AppendInstance(dst []byte, f Format, v *registry.LeaseView) []byte {
+	if f == JSON {
+		dst = append(dst, `{"instance":`...)
+		dst = AppendInstanceBody(dst, v)
+		return append(dst, '}')
+	}
+	var w xmlWriter
+	w.buf = dst
+	w.instance(false, v)
+	return w.buf
+}
+
+// AppendInstanceBody appends the full JSON instance object without the
+// root wrapper, as embedded in replication batches. A nil v or a nil
+// v.Instance is written as an empty instance.
+func AppendInstanceBody(dst []byte, v *registry.LeaseView) []byte {
+	return appendInstanceJSON(dst, false, v)
+}
+
+func appendApplicationsJSON(dst []byte, compact bool, apps *registry.Applications) []byte {
+	dst = append(dst, `{"applications":{`...)
+	if !compact {
+		dst = appendVersionHashJSON(dst, apps)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"application":[`...)
+	for i := range apps.Apps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendApplicationJSON(dst, compact, &apps.Apps[i])
+	}
+	dst = append(dst, ']')
+	if compact {
+		dst = append(dst, ',')
+		dst = appendVersionHashJSON(dst, apps)
+	}
+	return append(dst, "}}"...)
+}
+
+func appendVersionHashJSON(dst []byte, apps *registry.Applications) []byte {
+	dst = append(dst, `"versions__delta":"`...)
+	dst = strconv.AppendInt(dst, apps.VersionDelta, 10)
+	dst = append(dst, `","apps__hashcode":`...)
+	return appendJSONString(dst, apps.HashCode)
+}
+
+func appendApplicationJSON(dst []byte, compact bool, app *registry.Application) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendJSONString(dst, app.Name)
+	dst = append(dst, `,"instance":[`...)
+	first := true
+	for i := range app.Instances {
+		if app.Instances[i].Instance == nil {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendInstanceJSON(dst, compact, &app.Instances[i])
+	}
+	return append(dst, "]}"...)
+}
+
+var emptyInstance registry.Instance
+
+func instanceOf(v *registry.LeaseView) (*registry.Instance, *registry.LeaseView) {
+	if v == nil {
+		v = &registry.LeaseView{}
+	}
+	if v.Instance == nil {
+		return &emptyInstance, v
+	}
+	return v.Instance, v
+}
+
+// writtenSID reports whether the sid is written (not empty, "na" or "unknown").
+func writtenSID(sid string) bool { return sid != "" && sid != "na" && sid != "unknown" }
+
+func dataCenterClass(name string) string {
+	if name == registry.DataCenterAmazon {
+		return classAmazonInfo
+	}
+	return classDefaultDataCenter
+}
+
+func appendKeyString(dst []byte, key, val string) []byte {
+	dst = append(dst, key...)
+	return appendJSONString(dst, val)
+}
+
+func appendOptKeyString(dst []byte, key, val string) []byte {
+	if val == "" {
+		return dst
+	}
+	return appendKeyString(dst, key, val)
+}
+
+func appendPortJSON(dst []byte, key string, p registry.Port) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, `{"$":`...)
+	dst = strconv.AppendInt(dst, int64(p.Number), 10)
+	if p.Enabled {
+		return append(dst, `,"@enabled":"true"}`...)
+	}
+	return append(dst, `,"@enabled":"false"}`...)
+}
+
+func appendInstanceJSON(dst []byte, compact bool, v *registry.LeaseView) []byte {
+	in, v := instanceOf(v)
+	dst = append(dst, '{')
+	if in.InstanceID != "" {
+		dst = appendKeyString(dst, `"instanceId":`, in.InstanceID)
+		dst = append(dst, ',')
+	}
+	dst = appendKeyString(dst, `"hostName":`, in.HostName)
+	dst = appendKeyString(dst, `,"app":`, in.App)
+	dst = appendKeyString(dst, `,"ipAddr":`, in.IPAddr)
+	if compact {
+		dst = appendKeyString(dst, `,"status":`, string(in.Status))
+		dst = appendDataCenterJSON(dst, true, in.DataCenterInfo)
+		dst = appendOptKeyString(dst, `,"vipAddress":`, in.VIPAddress)
+		dst = appendOptKeyString(dst, `,"secureVipAddress":`, in.SecureVIPAddress)
+		dst = append(dst, `,"lastUpdatedTimestamp":`...)
+		dst = strconv.AppendInt(dst, millis(in.LastUpdatedTimestamp), 10)
+		dst = appendOptKeyString(dst, `,"actionType":`, string(in.ActionType))
+		dst = appendOptKeyString(dst, `,"asgName":`, in.ASGName)
+		dst = appendPortJSON(dst, `,"port":`, in.Port)
+		dst = appendPortJSON(dst, `,"securePort":`, in.SecurePort)
+		return append(dst, '}')
+	}
+	if writtenSID(in.SID) {
+		dst = appendKeyString(dst, `,"sid":`, in.SID)
+	}
+	dst = appendKeyString(dst, `,"status":`, string(in.Status))
+	dst = appendKeyString(dst, `,"overriddenStatus":`, string(in.OverriddenStatus))
+	dst = appendPortJSON(dst, `,"port":`, in.Port)
+	dst = appendPortJSON(dst, `,"securePort":`, in.SecurePort)
+	dst = append(dst, `,"countryId":`...)
+	dst = strconv.AppendInt(dst, int64(in.CountryID), 10)
+	dst = appendDataCenterJSON(dst, false, in.DataCenterInfo)
+	dst = append(dst, `,"leaseInfo":{"renewalIntervalInSecs":`...)
+	dst = strconv.AppendInt(dst, secs(v.RenewalInterval), 10)
+	dst = append(dst, `,"durationInSecs":`...)
+	dst = strconv.AppendInt(dst, secs(v.Duration), 10)
+	dst = append(dst, `,"registrationTimestamp":`...)
+	dst = strconv.AppendInt(dst, millis(v.RegistrationTimestamp), 10)
+	dst = append(dst, `,"lastRenewalTimestamp":`...)
+	dst = strconv.AppendInt(dst, millis(v.LastRenewalTimestamp), 10)
+	dst = append(dst, `,"evictionTimestamp":`...)
+	dst = strconv.AppendInt(dst, millis(v.EvictionTimestamp), 10)
+	dst = append(dst, `,"serviceUpTimestamp":`...)
+	dst = strconv.AppendInt(dst, millis(v.ServiceUpTimestamp), 10)
+	dst = append(dst, `},"metadata":`...)
+	dst = appendMetadataJSON(dst, in.Metadata, true)
+	dst = appendOptKeyString(dst, `,"appGroupName":`, in.AppGroupName)
+	dst = appendOptKeyString(dst, `,"homePageUrl":`, in.HomePageURL)
+	dst = appendOptKeyString(dst, `,"statusPageUrl":`, in.StatusPageURL)
+	dst = appendOptKeyString(dst, `,"healthCheckUrl":`, in.HealthCheckURL)
+	dst = appendOptKeyString(dst, `,"secureHealthCheckUrl":`, in.SecureHealthCheckURL)
+	dst = appendOptKeyString(dst, `,"vipAddress":`, in.VIPAddress)
+	dst = appendOptKeyString(dst, `,"secureVipAddress":`, in.SecureVIPAddress)
+	if in.IsCoordinatingDiscoveryServer {
+		dst = append(dst, `,"isCoordinatingDiscoveryServer":"true"`...)
+	} else {
+		dst = append(dst, `,"isCoordinatingDiscoveryServer":"false"`...)
+	}
+	dst = append(dst, `,"lastUpdatedTimestamp":"`...)
+	dst = strconv.AppendInt(dst, millis(in.LastUpdatedTimestamp), 10)
+	dst = append(dst, `","lastDirtyTimestamp":"`...)
+	dst = strconv.AppendInt(dst, millis(in.LastDirtyTimestamp), 10)
+	dst = append(dst, '"')
+	dst = appendOptKeyString(dst, `,"actionType":`, string(in.ActionType))
+	dst = appendOptKeyString(dst, `,"asgName":`, in.ASGName)
+	return append(dst, '}')
+}
+
+func appendDataCenterJSON(dst []byte, compact bool, dc registry.DataCenterInfo) []byte {
+	dst = append(dst, `,"dataCenterInfo":{"@class":"`...)
+	dst = append(dst, dataCenterClass(dc.Name)...)
+	dst = appendKeyString(dst, `","name":`, dc.Name)
+	if dc.Name == registry.DataCenterAmazon {
+		dst = append(dst, `,"metadata":`...)
+		md := dc.Metadata
+		if compact {
+			md = filterCompactAmazon(md)
+		}
+		dst = appendMetadataJSON(dst, md, false)
+	}
+	return append(dst, '}')
+}
+
+func filterCompactAmazon(md map[string]string) map[string]string {
+	out := make(map[string]string, len(compactAmazonKeys))
+	for _, k := range compactAmazonKeys {
+		if v, ok := md[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sortedKeys returns the keys of md in byte order, leaving out "@class"
+// (a type marker, never a real entry). buf is reused when large enough.
+func sortedKeys(buf []string, md map[string]string) []string {
+	keys := buf[:0]
+	for k := range md {
+		if k != "@class" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func appendMetadataJSON(dst []byte, md map[string]string, emptyMapClass bool) []byte {
+	var buf [16]string
+	keys := sortedKeys(buf[:], md)
+	if len(keys) == 0 {
+		if emptyMapClass {
+			return append(dst, `{"@class":"`+classEmptyMap+`"}`...)
+		}
+		return append(dst, "{}"...)
+	}
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, md[k])
+	}
+	return append(dst, '}')
+}
