@@ -1,0 +1,300 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// startRun runs c.Run in the bubble and stops it when the test function returns.
+func startRun(t *testing.T, c *Cache) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v, want nil", err)
+		}
+	})
+}
+
+// Inside a synctest bubble time.Now is the bubble's fake clock, so Config.Now stays nil.
+
+func TestRefreshOnChangeCoalescesAStorm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		full := Key{Entity: Application, Name: AllApps, JSON: true}
+		delta := Key{Entity: Application, Name: AllAppsDelta, JSON: true}
+		mustGet(t, c, full)
+		mustGet(t, c, delta)
+		startRun(t, c)
+
+		// 1000 registrations over one second.
+		for range 1000 {
+			r.bump()
+			c.Invalidate("APP", "", "")
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 1000))
+		wantPayload(t, mustGet(t, c, delta), r.payload(delta, 1000))
+		s := c.Stats()
+		t.Logf("1000 invalidations over 1 s: %d rebuilds", s.Rebuilds)
+		// One rebuild at once, then one per 200 ms gap: 1 + 1000/200 + the tail.
+		if s.Rebuilds < 2 || s.Rebuilds > 7 {
+			t.Fatalf("Rebuilds = %d for 1000 invalidations, want 2..7", s.Rebuilds)
+		}
+		if s.Invalidations != 1000 || s.RebuiltKeys != 2*s.Rebuilds {
+			t.Fatalf("stats = %+v", s)
+		}
+		if got := r.total.Load(); got != int64(2+2*s.Rebuilds) {
+			t.Fatalf("loads = %d, want %d", got, 2+2*s.Rebuilds)
+		}
+	})
+}
+
+func TestRefreshOnChangeVisibility(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		k := Key{Entity: Application, Name: AllApps, JSON: true, Compact: true}
+		mustGet(t, c, k)
+		startRun(t, c)
+
+		// After a quiet period the first change is rebuilt at once.
+		r.bump()
+		c.Invalidate("APP", "", "")
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+
+		// A second change right after waits for the gap.
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(DefaultMinRefreshGap - time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 2))
+
+	})
+}
+
+// A change to keys that are not in the readOnly tier does not wake the refresher.
+func TestInvalidateWakesOnlyForReadOnlyKeys(t *testing.T) {
+	c := New(DefaultConfig(), newRegistry().load)
+	mustGet(t, c, Key{Entity: Application, Name: "ORDERS", JSON: true})
+	c.Invalidate("BILLING", "some-vip", "")
+	if len(c.wake) != 0 || c.Stats().DirtyKeys != 0 {
+		t.Fatal("invalidating keys outside the readOnly tier woke the refresher")
+	}
+	c.Invalidate("ORDERS", "", "")
+	if len(c.wake) != 1 || c.Stats().DirtyKeys != 1 {
+		t.Fatal("invalidating a readOnly key did not wake the refresher")
+	}
+}
+
+func TestRefreshGapAdaptsToRebuildTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		k := Key{Entity: Application, Name: AllApps, JSON: true}
+		slow := func(k Key) ([]byte, bool, error) {
+			time.Sleep(300 * time.Millisecond) // a big registry takes a while to encode
+			return r.load(k)
+		}
+		c := New(DefaultConfig(), slow)
+		mustGet(t, c, k)
+		startRun(t, c)
+
+		start := time.Now()
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+		s := c.Stats()
+		if s.LastRebuild != 300*time.Millisecond || s.RefreshGap != 600*time.Millisecond {
+			t.Fatalf("LastRebuild = %v, RefreshGap = %v, want 300ms and 600ms", s.LastRebuild, s.RefreshGap)
+		}
+
+		// The next change is rebuilt 600 ms after the previous rebuild ended, taking 300 ms.
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(300*time.Millisecond + 600*time.Millisecond + 300*time.Millisecond - time.Millisecond - time.Since(start))
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 2))
+	})
+}
+
+func TestRefreshGapIsCappedAtUpdateInterval(t *testing.T) {
+	c := New(DefaultConfig(), nil)
+	c.adaptGap(time.Minute)
+	if g := c.Stats().RefreshGap; g != DefaultUpdateInterval {
+		t.Fatalf("RefreshGap = %v, want %v", g, DefaultUpdateInterval)
+	}
+	c.adaptGap(time.Millisecond)
+	if g := c.Stats().RefreshGap; g != DefaultMinRefreshGap {
+		t.Fatalf("RefreshGap = %v, want %v", g, DefaultMinRefreshGap)
+	}
+}
+
+func TestOnChangeRefreshesAgedEntries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		k := Key{Entity: VIP, Name: "v", JSON: true}
+		first := mustGet(t, c, k)
+		startRun(t, c)
+		r.bump() // e.g. renewals: they change payloads but never invalidate
+
+		time.Sleep(DefaultAutoExpiration - time.Millisecond)
+		synctest.Wait()
+		if v := mustGet(t, c, k); v != first {
+			t.Fatal("entry refreshed before AutoExpiration")
+		}
+		time.Sleep(time.Millisecond) // 180 s is a multiple of the 30 s housekeeping tick
+		synctest.Wait()
+		v := mustGet(t, c, k)
+		wantPayload(t, v, r.payload(k, 1))
+		if age := c.Stats().OldestPayload; age != 0 {
+			t.Fatalf("OldestPayload = %v, want 0 right after the refresh", age)
+		}
+	})
+}
+
+func TestRebuildKeepsOldValueOnLoadError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		k := Key{Entity: Application, Name: AllApps, JSON: true}
+		mustGet(t, c, k)
+		startRun(t, c)
+
+		r.mu.Lock()
+		r.fail[k] = errors.New("encoder broke")
+		r.mu.Unlock()
+		r.bump()
+		c.Invalidate("APP", "", "")
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 0))
+		if s := c.Stats(); s.DirtyKeys != 1 || s.LoadErrors != 1 {
+			t.Fatalf("after a failed rebuild: %+v", s)
+		}
+
+		// The next change retries the key.
+		r.mu.Lock()
+		delete(r.fail, k)
+		r.mu.Unlock()
+		c.Invalidate("APP", "", "")
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+	})
+}
+
+// Timer mode is Eureka's: invalidations reach readers only at the aligned 30 s ticks.
+func TestTimerModeCopiesEveryInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The bubble starts at midnight UTC 2000-01-01, a multiple of 30 s.
+		time.Sleep(10 * time.Second)
+		r := newRegistry()
+		r.missing["NEWAPP"] = true
+		cfg := DefaultConfig()
+		cfg.RefreshOnChange = false
+		c := New(cfg, r.load)
+		full := Key{Entity: Application, Name: AllApps, JSON: true}
+		app := Key{Entity: Application, Name: "NEWAPP", JSON: true}
+		mustGet(t, c, full)
+		if v := mustGet(t, c, app); !v.NotFound {
+			t.Fatal("NEWAPP found before it registered")
+		}
+		startRun(t, c)
+
+		r.bump()
+		delete(r.missing, "NEWAPP")
+		c.Invalidate("NEWAPP", "", "")
+		if s := c.Stats(); s.DirtyKeys != 0 {
+			t.Fatalf("timer mode marked %d keys dirty", s.DirtyKeys)
+		}
+		// First tick at the next multiple of 30 s, 20 s from now, not 30 s.
+		time.Sleep(20*time.Second - time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 0))
+		if v := mustGet(t, c, app); !v.NotFound {
+			t.Fatal("NEWAPP visible before the tick")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 1))
+		if v := mustGet(t, c, app); v.NotFound {
+			t.Fatal("NEWAPP still NotFound after the tick")
+		}
+
+		// Then every 30 s.
+		r.bump()
+		c.Invalidate("OTHER", "", "")
+		time.Sleep(30*time.Second - time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 1))
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 2))
+		// Unchanged keys are not reloaded: NEWAPP was loaded once at the first tick.
+		if n := r.loadsOf(app); n != 2 {
+			t.Fatalf("NEWAPP loads = %d, want 2", n)
+		}
+	})
+}
+
+func TestRunReturnsNilOnCancel(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		useRO, onChage bool
+	}{{"on-change", true, true}, {"timer", true, false}, {"readWrite only", false, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.UseReadOnly, cfg.RefreshOnChange = tt.useRO, tt.onChage
+				c := New(cfg, newRegistry().load)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- c.Run(ctx) }()
+				time.Sleep(time.Hour)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatalf("Run = %v", err)
+				}
+			})
+		})
+	}
+}
+
+// The readWrite janitor drops entries go-cache considers expired (by the real clock in
+// production; here the bubble's clock drives both).
+func TestJanitorSweepsReadWriteTier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.UseReadOnly = false
+		c := New(cfg, newRegistry().load)
+		mustGet(t, c, Key{Entity: Application, Name: AllApps})
+		startRun(t, c)
+		if n := c.Stats().ReadWriteKeys; n != 1 {
+			t.Fatalf("ReadWriteKeys = %d, want 1", n)
+		}
+		time.Sleep(DefaultAutoExpiration + DefaultUpdateInterval)
+		synctest.Wait()
+		if n := c.Stats().ReadWriteKeys; n != 0 {
+			t.Fatalf("ReadWriteKeys = %d after expiry, want 0", n)
+		}
+	})
+}
