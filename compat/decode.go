@@ -82,13 +82,13 @@ type wireDataCenter struct {
 }
 
 type wireLease struct {
-	RenewalInterval  wireValue `json:"renewalIntervalInSecs"`
-	Duration         wireValue `json:"durationInSecs"`
-	Registration     wireValue `json:"registrationTimestamp"`
-	LastRenewal      wireValue `json:"lastRenewalTimestamp"`
-	RenewalLegacy    wireValue `json:"renewalTimestamp"`
-	Eviction         wireValue `json:"evictionTimestamp"`
-	ServiceUp        wireValue `json:"serviceUpTimestamp"`
+	RenewalInterval wireValue `json:"renewalIntervalInSecs"`
+	Duration        wireValue `json:"durationInSecs"`
+	Registration    wireValue `json:"registrationTimestamp"`
+	LastRenewal     wireValue `json:"lastRenewalTimestamp"`
+	RenewalLegacy   wireValue `json:"renewalTimestamp"`
+	Eviction        wireValue `json:"evictionTimestamp"`
+	ServiceUp       wireValue `json:"serviceUpTimestamp"`
 }
 
 // wireMetadata holds metadata entries; "@class" and null values are dropped.
