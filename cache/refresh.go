@@ -218,7 +218,6 @@ type Stats struct {
 // call it at metrics-scrape rate, not per request.
 func (c *Cache) Stats() Stats {
 	s := Stats{
-		Hits:          c.stats.hits.Load(),
 		ReadOnlyHits:  c.stats.roHits.Load(),
 		Misses:        c.stats.misses.Load(),
 		SharedLoads:   c.stats.shared.Load(),
@@ -231,6 +230,7 @@ func (c *Cache) Stats() Stats {
 		RefreshGap:    time.Duration(c.gap.Load()),
 		ReadWriteKeys: c.rw.ItemCount(),
 	}
+	s.Hits = s.ReadOnlyHits + c.stats.rwHits.Load()
 	now := c.now()
 	var oldest time.Time
 	note := func(v *Value) {

@@ -11,25 +11,27 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// gzipLevel is the compression level of the stored gzip bytes.
+// gzipLevel is the compression level of the stored gzip bytes, chosen by measurement.
 //
-// Measured with BenchmarkEncode on a 10 MB /eureka/apps JSON payload (10k instances) on the
-// 2-core build machine (figures in docs of this package's benchmarks, BENCH.md):
+// BenchmarkGzipLevel10MB, an 11.3 MB /eureka/apps JSON payload (10k instances, 500 apps), on
+// the shared 2-core build machine (AMD EPYC, go1.26), median of three runs:
 //
-//	level          build time   gzip size
-//	HuffmanOnly       ~45 ms      ~36 %
-//	BestSpeed (1)     ~75 ms      ~6.8 %
-//	2                 ~95 ms      ~6.2 %
-//	Default (6)      ~230 ms      ~4.5 %
-//	BestCompression  ~900 ms      ~4.2 %
+//	level            time per build   gzip size   bytes per full fetch
+//	HuffmanOnly          60 ms          65.3 %        7.4 MB
+//	BestSpeed (1)        33 ms           7.8 %        887 KB
+//	2                    36 ms           6.9 %        782 KB
+//	4                    70 ms           6.6 %        752 KB
+//	Default (6)         129 ms           6.4 %        727 KB
+//	BestCompression     249 ms           6.3 %        713 KB
 //
-// goreka rebuilds every invalidated readOnly key soon after each change, and a change
+// goreka rebuilds every invalidated readOnly key soon after a change, and one change
 // invalidates ALL_APPS and ALL_APPS_DELTA in up to four variants (JSON/XML x full/compact), so
-// gzip time is paid several times per rebuild and directly bounds how fast a change becomes
-// visible. BestSpeed is three times cheaper than the default level and costs only about half a
-// megabyte more per full fetch on the wire; HuffmanOnly is cheaper still but multiplies the bytes
-// every polling client downloads by five. BestSpeed is the balance.
-const gzipLevel = gzip.BestSpeed
+// the compression time is paid several times per rebuild, bounds how soon a change is visible
+// and sets the adaptive refresh gap. Level 2 costs about a tenth more CPU than BestSpeed and
+// sends 12 % fewer bytes to every polling client; the default level would add about 100 ms of
+// CPU per key per rebuild to save another 7 %. (HuffmanOnly is slower here: it writes eight
+// times the bytes.)
+const gzipLevel = 2
 
 // Value is one cached response: the encoded payload, its gzip form and its ETag.
 // A Value is immutable once built; readers share it and must not modify its slices.
