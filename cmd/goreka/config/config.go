@@ -1,0 +1,246 @@
+package config
+
+import (
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultZone is the service-url key Spring falls back to.
+const defaultZone = "defaultZone"
+
+// Config is goreka's effective configuration. Each field names the Spring
+// property it comes from; the defaults are Spring Cloud Netflix's
+// (EurekaServerConfigBean, EurekaClientConfigBean, EurekaInstanceConfigBean)
+// unless a comment in the property table says why goreka differs.
+type Config struct {
+	Server       ServerConfig       // server.*
+	AppName      string             // spring.application.name
+	Security     SecurityConfig     // spring.security.user.*
+	Instance     InstanceConfig     // eureka.instance.*
+	Client       ClientConfig       // eureka.client.*
+	EurekaServer EurekaServerConfig // eureka.server.*
+	Environment  string             // eureka.environment, shown on the dashboard
+	Datacenter   string             // eureka.datacenter, shown on the dashboard
+	Dashboard    DashboardConfig    // eureka.dashboard.*
+	Logging      LoggingConfig      // logging.level.*
+	Goreka       GorekaConfig       // goreka.*
+
+	// Profiles are the active Spring profiles (spring.profiles.active).
+	Profiles []string
+	// Warnings name keys that goreka ignored or did not recognise, and other
+	// problems that do not stop the server. Sorted.
+	Warnings []string
+
+	set    map[string]string // canonical key -> source, for keys a source set
+	origin map[string]origin // property name -> effective value and source
+}
+
+type origin struct {
+	value  string
+	source string
+}
+
+// ServerConfig holds the HTTP listener settings (Spring Boot's server.*).
+type ServerConfig struct {
+	Port    int    // server.port
+	Address string // server.address; "" binds all interfaces
+	SSL     SSLConfig
+}
+
+// SSLConfig holds TLS settings, with Spring Boot's PEM property names.
+type SSLConfig struct {
+	Enabled               bool   // server.ssl.enabled
+	Certificate           string // server.ssl.certificate (PEM file)
+	CertificatePrivateKey string // server.ssl.certificate-private-key (PEM file)
+}
+
+// SecurityConfig holds HTTP basic auth credentials; an empty password means
+// no authentication.
+type SecurityConfig struct {
+	User     string // spring.security.user.name
+	Password string // spring.security.user.password
+}
+
+// InstanceConfig describes this server as a Eureka instance.
+type InstanceConfig struct {
+	Hostname                string            // eureka.instance.hostname
+	IPAddress               string            // eureka.instance.ip-address
+	InstanceID              string            // eureka.instance.instance-id
+	PreferIPAddress         bool              // eureka.instance.prefer-ip-address
+	LeaseRenewalInterval    time.Duration     // eureka.instance.lease-renewal-interval-in-seconds
+	LeaseExpirationDuration time.Duration     // eureka.instance.lease-expiration-duration-in-seconds
+	Metadata                map[string]string // eureka.instance.metadata-map.*
+
+	ExpectedNumberOfClientsSendingRenews int // eureka.instance.registry.expected-number-of-clients-sending-renews
+	DefaultOpenForTrafficCount           int // eureka.instance.registry.default-open-for-traffic-count
+}
+
+// HostName is the host name this server announces: the IP address when
+// prefer-ip-address is set, as in Spring's EurekaInstanceConfigBean.
+func (i InstanceConfig) HostName() string {
+	if i.PreferIPAddress {
+		return i.IPAddress
+	}
+	return i.Hostname
+}
+
+// ClientConfig holds the embedded client settings that decide the peers.
+type ClientConfig struct {
+	ServiceURL         map[string][]string // eureka.client.service-url.<zone>
+	Region             string              // eureka.client.region
+	AvailabilityZones  map[string][]string // eureka.client.availability-zones.<region>
+	RegisterWithEureka bool                // eureka.client.register-with-eureka
+	FetchRegistry      bool                // eureka.client.fetch-registry
+}
+
+// EurekaServerConfig mirrors Spring's EurekaServerConfigBean (eureka.server.*)
+// for the properties goreka implements. Millisecond and second properties are
+// exposed as time.Duration.
+type EurekaServerConfig struct {
+	EnableSelfPreservation                  bool
+	RenewalPercentThreshold                 float64
+	RenewalThresholdUpdateInterval          time.Duration
+	ExpectedClientRenewalInterval           time.Duration
+	EvictionInterval                        time.Duration
+	RetentionTimeInDeltaQueue               time.Duration
+	DeltaRetentionTimerInterval             time.Duration
+	DisableDelta                            bool
+	ResponseCacheAutoExpiration             time.Duration
+	ResponseCacheUpdateInterval             time.Duration
+	UseReadOnlyResponseCache                bool
+	WaitTimeWhenSyncEmpty                   time.Duration
+	RegistrySyncRetries                     int
+	RegistrySyncRetryWait                   time.Duration
+	SyncWhenTimestampDiffers                bool
+	PeerEurekaNodesUpdateInterval           time.Duration
+	PeerNodeConnectTimeout                  time.Duration
+	PeerNodeReadTimeout                     time.Duration
+	MaxElementsInPeerReplicationPool        int
+	MaxTimeForReplication                   time.Duration
+	EnableReplicatedRequestCompression      bool
+	MyURL                                   string
+	MinAvailableInstancesForPeerReplication int
+}
+
+// DashboardConfig holds eureka.dashboard.*.
+type DashboardConfig struct {
+	Path    string // eureka.dashboard.path
+	Enabled bool   // eureka.dashboard.enabled
+}
+
+// LoggingConfig holds the log levels (logging.level.root and
+// logging.level.goreka; the latter defaults to the former).
+type LoggingConfig struct {
+	Root   slog.Level
+	Goreka slog.Level
+}
+
+// GorekaConfig holds goreka's own settings (goreka.*); durations in Go form.
+type GorekaConfig struct {
+	Cache       CacheConfig
+	Snapshot    SnapshotConfig
+	LogFormat   string // goreka.log.format: text or json
+	AccessLog   bool   // goreka.access-log
+	HTTP        HTTPConfig
+	PrintConfig bool // goreka.print-config
+}
+
+// CacheConfig holds goreka.cache.*.
+type CacheConfig struct {
+	RefreshOnChange bool // goreka.cache.refresh-on-change
+}
+
+// SnapshotConfig holds goreka.snapshot.*.
+type SnapshotConfig struct {
+	Path     string        // goreka.snapshot.path; "" disables snapshots
+	Interval time.Duration // goreka.snapshot.interval
+	MaxAge   time.Duration // goreka.snapshot.max-age; 0 = no limit
+}
+
+// HTTPConfig holds goreka.server.*: limits and timeouts of the HTTP server.
+type HTTPConfig struct {
+	MaxBodyBytes      int64
+	MaxBatchBodyBytes int64
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	ShutdownTimeout   time.Duration
+}
+
+// Addr is the listen address, server.address:server.port.
+func (c *Config) Addr() string {
+	return net.JoinHostPort(c.Server.Address, strconv.Itoa(c.Server.Port))
+}
+
+// TLSEnabled reports whether the server should serve HTTPS: server.ssl.enabled
+// is not false and a certificate is configured.
+func (c *Config) TLSEnabled() bool {
+	return c.Server.SSL.Enabled && c.Server.SSL.Certificate != ""
+}
+
+// IsSet reports whether a source (not a default) set key. Names compare in
+// relaxed form; a map property such as eureka.client.service-url counts as
+// set when any of its keys is.
+func (c *Config) IsSet(key string) bool {
+	canon := canonicalKey(key)
+	if _, ok := c.set[canon]; ok {
+		return true
+	}
+	for k := range c.set {
+		if strings.HasPrefix(k, canon+".") && isMapPrefix(canon) {
+			return true
+		}
+	}
+	return false
+}
+
+// PeerURLs returns the service URLs of the region's availability zones: this
+// instance's zone first (metadata-map.zone, else the first zone), then the
+// others in order, wrapping round, de-duplicated; a zone without URLs uses
+// defaultZone's, as in Netflix EndpointUtils.getServiceUrlsFromConfig.
+// Removing this server's own URL is left to the caller.
+func (c *Config) PeerURLs() []string {
+	zones := lookupFold(c.Client.AvailabilityZones, c.Client.Region)
+	if len(zones) == 0 {
+		zones = []string{defaultZone}
+	}
+	offset := 0
+	if z, ok := c.Instance.Metadata["zone"]; ok {
+		if i := slices.Index(zones, z); i >= 0 {
+			offset = i
+		}
+	}
+	var out []string
+	for n := range zones {
+		zone := zones[(offset+n)%len(zones)]
+		urls := lookupFold(c.Client.ServiceURL, zone)
+		if len(urls) == 0 {
+			urls = c.Client.ServiceURL[defaultZone]
+		}
+		for _, u := range urls {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// lookupFold finds a map key exactly, else in relaxed form (zone names from
+// environment variables arrive lower-cased).
+func lookupFold(m map[string][]string, key string) []string {
+	if v, ok := m[key]; ok {
+		return v
+	}
+	for k, v := range m {
+		if canonicalSegment(k) == canonicalSegment(key) {
+			return v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,488 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// property is one scalar property goreka implements.
+type property struct {
+	name   string // Spring's kebab-case name
+	def    string // default, in the property's own syntax; see dynamic
+	doc    string
+	set    func(c *Config, v string) error
+	secret bool // never printed
+	// dynamic, when set, describes a default computed at load time; def is
+	// then not applied.
+	dynamic string
+}
+
+// mapProp is a map-valued property (name.<key>).
+type mapProp struct {
+	name string
+	def  string
+	doc  string
+}
+
+// ignoredProp is a real Spring/Eureka property goreka accepts but does not
+// use. A name ending in ".*" covers everything under it.
+type ignoredProp struct {
+	name string
+	note string // optional hint
+}
+
+var mapProps = []mapProp{
+	{"eureka.client.service-url", "defaultZone=http://localhost:8761/eureka/",
+		"Peer URLs per zone, comma-separated; each gets a trailing /. Spring needs the key defaultZone in camelCase; goreka also takes default-zone and EUREKA_CLIENT_SERVICEURL_DEFAULTZONE."},
+	{"eureka.client.availability-zones", "(none: the region has the single zone defaultZone)",
+		"Zones of a region, comma-separated (key = region). The own zone (metadata-map.zone, else the first) comes first in the peer list."},
+	{"eureka.instance.metadata-map", "(empty)",
+		"Metadata of this server's own instance; the key zone selects its availability zone."},
+}
+
+var properties = []property{
+	// Spring Boot
+	{name: "server.port", def: "8761", doc: "HTTP port; 0 picks a free port.", set: intField(func(c *Config) *int { return &c.Server.Port }, 0, 65535)},
+	{name: "server.address", def: "", doc: "Bind address; empty binds all interfaces.", set: strField(func(c *Config) *string { return &c.Server.Address })},
+	{name: "server.ssl.enabled", def: "true", doc: "Serve HTTPS when a certificate is configured (Spring Boot's default is true; nothing happens without a certificate).", set: boolField(func(c *Config) *bool { return &c.Server.SSL.Enabled })},
+	{name: "goreka.tls.cert-file", def: "", doc: "Alias of server.ssl.certificate.", set: strField(func(c *Config) *string { return &c.Server.SSL.Certificate })},
+	{name: "goreka.tls.key-file", def: "", doc: "Alias of server.ssl.certificate-private-key.", set: strField(func(c *Config) *string { return &c.Server.SSL.CertificatePrivateKey })},
+	{name: "server.ssl.certificate", def: "", doc: "PEM certificate (chain) file; a file: prefix is allowed.", set: pathField(func(c *Config) *string { return &c.Server.SSL.Certificate })},
+	{name: "server.ssl.certificate-private-key", def: "", doc: "PEM private key file of the certificate.", set: pathField(func(c *Config) *string { return &c.Server.SSL.CertificatePrivateKey })},
+	{name: "spring.application.name", def: "eureka-server", doc: "Application name of this server (its own instance registers under it, upper-cased).", set: strField(func(c *Config) *string { return &c.AppName })},
+	{name: "spring.security.user.name", def: "", dynamic: "user when a password is set", doc: "Basic-auth user.", set: strField(func(c *Config) *string { return &c.Security.User })},
+	{name: "spring.security.user.password", def: "", doc: "Basic-auth password; empty turns authentication off.", set: strField(func(c *Config) *string { return &c.Security.Password }), secret: true},
+	{name: "logging.level.root", def: "info", doc: "Log level: trace, debug, info, warn, error, fatal or off.", set: levelField(func(c *Config) *slog.Level { return &c.Logging.Root })},
+	{name: "logging.level.goreka", def: "", dynamic: "logging.level.root", doc: "Log level of goreka's own components.", set: levelField(func(c *Config) *slog.Level { return &c.Logging.Goreka })},
+
+	// eureka.instance
+	{name: "eureka.instance.hostname", dynamic: "the OS host name", doc: "Host name of this server; peer URLs with this host are this server (NF §8.1).", set: strField(func(c *Config) *string { return &c.Instance.Hostname })},
+	{name: "eureka.instance.ip-address", dynamic: "first non-loopback IPv4 address, else 127.0.0.1", doc: "IP address of this server.", set: ipField(func(c *Config) *string { return &c.Instance.IPAddress })},
+	{name: "eureka.instance.instance-id", dynamic: "hostname:spring.application.name:server.port", doc: "Instance id of this server's own registration.", set: strField(func(c *Config) *string { return &c.Instance.InstanceID })},
+	{name: "eureka.instance.prefer-ip-address", def: "false", doc: "Announce the IP address instead of the host name.", set: boolField(func(c *Config) *bool { return &c.Instance.PreferIPAddress })},
+	{name: "eureka.instance.lease-renewal-interval-in-seconds", def: "30", doc: "Heartbeat interval of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseRenewalInterval }, 1)},
+	{name: "eureka.instance.lease-expiration-duration-in-seconds", def: "90", doc: "Lease duration of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseExpirationDuration }, 1)},
+	{name: "eureka.instance.registry.expected-number-of-clients-sending-renews", def: "1", doc: "Expected clients at start-up, the base of the self-preservation threshold.", set: intField(func(c *Config) *int { return &c.Instance.ExpectedNumberOfClientsSendingRenews }, 0, math.MaxInt32)},
+	{name: "eureka.instance.registry.default-open-for-traffic-count", def: "1", doc: "Count used when the start-up sync copied nothing; 1 keeps reads open (Spring), 0 gives Netflix's 403 warm-up.", set: intField(func(c *Config) *int { return &c.Instance.DefaultOpenForTrafficCount }, 0, math.MaxInt32)},
+
+	// eureka.client
+	{name: "eureka.client.region", def: "us-east-1", doc: "Region whose availability zones give the peer list.", set: nonEmptyField(func(c *Config) *string { return &c.Client.Region })},
+	{name: "eureka.client.register-with-eureka", def: "true", doc: "Register this server with its peers (needed to show as an available replica).", set: boolField(func(c *Config) *bool { return &c.Client.RegisterWithEureka })},
+	{name: "eureka.client.fetch-registry", def: "true", doc: "Fetch the registry from peers (the start-up sync).", set: boolField(func(c *Config) *bool { return &c.Client.FetchRegistry })},
+
+	// eureka.*
+	{name: "eureka.environment", def: "test", doc: "Environment shown on the dashboard.", set: strField(func(c *Config) *string { return &c.Environment })},
+	{name: "eureka.datacenter", def: "default", doc: "Data center shown on the dashboard.", set: strField(func(c *Config) *string { return &c.Datacenter })},
+	{name: "eureka.dashboard.path", def: "/", doc: "Path of the dashboard.", set: pathPrefixField(func(c *Config) *string { return &c.Dashboard.Path })},
+	{name: "eureka.dashboard.enabled", def: "true", doc: "Serve the dashboard.", set: boolField(func(c *Config) *bool { return &c.Dashboard.Enabled })},
+
+	// eureka.server
+	{name: "eureka.server.enable-self-preservation", def: "true", doc: "Stop evicting when renewals fall below the threshold.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.EnableSelfPreservation })},
+	{name: "eureka.server.renewal-percent-threshold", def: "0.85", doc: "Share of expected renewals below which self-preservation starts, in (0,1].", set: percentField(func(c *Config) *float64 { return &c.EurekaServer.RenewalPercentThreshold })},
+	{name: "eureka.server.renewal-threshold-update-interval-ms", def: "900000", doc: "How often the expected-renewals threshold is recomputed.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RenewalThresholdUpdateInterval }, 1)},
+	{name: "eureka.server.expected-client-renewal-interval-seconds", def: "30", doc: "Heartbeat interval clients are assumed to use; 0 means 30 as in Netflix.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.ExpectedClientRenewalInterval }, 0)},
+	{name: "eureka.server.eviction-interval-timer-in-ms", def: "60000", doc: "How often expired leases are evicted.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.EvictionInterval }, 1)},
+	{name: "eureka.server.retention-time-in-m-s-in-delta-queue", def: "180000", doc: "How long a change stays in the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RetentionTimeInDeltaQueue }, 1)},
+	{name: "eureka.server.delta-retention-timer-interval-in-ms", def: "30000", doc: "How often old changes are dropped from the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.DeltaRetentionTimerInterval }, 1)},
+	{name: "eureka.server.disable-delta", def: "false", doc: "Answer 403 to GET apps/delta.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.DisableDelta })},
+	{name: "eureka.server.response-cache-auto-expiration-in-seconds", def: "180", doc: "Lifetime of an entry in the read-write response cache.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.ResponseCacheAutoExpiration }, 1)},
+	{name: "eureka.server.response-cache-update-interval-ms", def: "30000", doc: "Refresh period of the read-only cache. goreka refreshes on change (goreka.cache.refresh-on-change) and keeps this timer only when you set it.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.ResponseCacheUpdateInterval }, 1)},
+	{name: "eureka.server.use-read-only-response-cache", def: "true", doc: "Serve reads from the read-only cache tier.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.UseReadOnlyResponseCache })},
+	{name: "eureka.server.wait-time-in-ms-when-sync-empty", def: "300000", doc: "Warm-up during which reads get 403 after an empty start-up sync (only with default-open-for-traffic-count 0).", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.WaitTimeWhenSyncEmpty }, 0)},
+	{name: "eureka.server.registry-sync-retries", dynamic: "1 when register-with-eureka is true, else 0", doc: "Start-up sync attempts. Spring sets 5 when register-with-eureka is true, which sleeps 4 x registry-sync-retry-wait-ms (2 min) on a lonely node; goreka makes one attempt, without sleeping, and lets heartbeats converge the rest (NF §8.5).", set: intField(func(c *Config) *int { return &c.EurekaServer.RegistrySyncRetries }, 0, math.MaxInt32)},
+	{name: "eureka.server.registry-sync-retry-wait-ms", def: "30000", doc: "Sleep between start-up sync attempts.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RegistrySyncRetryWait }, 0)},
+	{name: "eureka.server.sync-when-timestamp-differs", def: "true", doc: "Adopt a peer's newer copy on a 409 to a replicated heartbeat.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.SyncWhenTimestampDiffers })},
+	{name: "eureka.server.peer-eureka-nodes-update-interval-ms", def: "600000", doc: "How often the peer list is rebuilt.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.PeerEurekaNodesUpdateInterval }, 1)},
+	{name: "eureka.server.peer-node-connect-timeout-ms", def: "1000", doc: "Connect timeout to peers. Netflix's 1000, not Spring's 200.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.PeerNodeConnectTimeout }, 1)},
+	{name: "eureka.server.peer-node-read-timeout-ms", def: "5000", doc: "Read timeout to peers. Netflix's 5000, not Spring's 200: 200 ms times out batches under load and the retries cause replication storms (\"socket read timeout\" logs).", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.PeerNodeReadTimeout }, 1)},
+	{name: "eureka.server.max-elements-in-peer-replication-pool", def: "10000", doc: "Pending replication tasks per peer before the oldest is dropped.", set: intField(func(c *Config) *int { return &c.EurekaServer.MaxElementsInPeerReplicationPool }, 1, math.MaxInt32)},
+	{name: "eureka.server.max-time-for-replication", def: "30000", doc: "Milliseconds after which a pending replication task expires.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.MaxTimeForReplication }, 1)},
+	{name: "eureka.server.enable-replicated-request-compression", def: "false", doc: "Gzip replication request bodies.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.EnableReplicatedRequestCompression })},
+	{name: "eureka.server.my-url", def: "", doc: "This server's own service URL; when set, only this exact URL is excluded from the peers.", set: urlField(func(c *Config) *string { return &c.EurekaServer.MyURL })},
+	{name: "eureka.server.min-available-instances-for-peer-replication", def: "-1", doc: "Available replicas needed for the status page to report healthy; -1 disables the check.", set: intField(func(c *Config) *int { return &c.EurekaServer.MinAvailableInstancesForPeerReplication }, -1, math.MaxInt32)},
+
+	// goreka
+	{name: "goreka.cache.refresh-on-change", def: "true", doc: "Rebuild cached responses right after a registry change instead of waiting for the 30 s timer.", set: boolField(func(c *Config) *bool { return &c.Goreka.Cache.RefreshOnChange })},
+	{name: "goreka.snapshot.path", def: "", doc: "File to which the registry is saved and from which it is restored at start-up; empty disables snapshots.", set: strField(func(c *Config) *string { return &c.Goreka.Snapshot.Path })},
+	{name: "goreka.snapshot.interval", def: "5s", doc: "How often the snapshot is written.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Snapshot.Interval }, false)},
+	{name: "goreka.snapshot.max-age", def: "1h", doc: "Older snapshots are not restored; 0 restores any age.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Snapshot.MaxAge }, true)},
+	{name: "goreka.log.format", def: "text", doc: "Log format: text or json.", set: enumField(func(c *Config) *string { return &c.Goreka.LogFormat }, "text", "json")},
+	{name: "goreka.access-log", def: "false", doc: "Log every HTTP request.", set: boolField(func(c *Config) *bool { return &c.Goreka.AccessLog })},
+	{name: "goreka.server.max-body-bytes", def: "1MB", doc: "Largest request body (register, status, metadata); sizes take B, KB, MB, GB (1024-based, as Spring's DataSize) or KiB, MiB, GiB.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBodyBytes })},
+	{name: "goreka.server.max-batch-body-bytes", def: "32MB", doc: "Largest peer replication batch body.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBatchBodyBytes })},
+	{name: "goreka.server.read-header-timeout", def: "10s", doc: "http.Server ReadHeaderTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.ReadHeaderTimeout }, false)},
+	{name: "goreka.server.read-timeout", def: "30s", doc: "http.Server ReadTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.ReadTimeout }, false)},
+	{name: "goreka.server.write-timeout", def: "60s", doc: "http.Server WriteTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.WriteTimeout }, false)},
+	{name: "goreka.server.idle-timeout", def: "120s", doc: "http.Server IdleTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.IdleTimeout }, false)},
+	{name: "goreka.server.shutdown-timeout", def: "15s", doc: "Grace period for in-flight requests on shutdown.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.ShutdownTimeout }, false)},
+	{name: "goreka.print-config", def: "false", doc: "Print the effective configuration with the source of each value, then exit.", set: boolField(func(c *Config) *bool { return &c.Goreka.PrintConfig })},
+}
+
+// ignored lists real Spring Cloud Netflix properties (EurekaServerConfigBean,
+// EurekaClientConfigBean, EurekaInstanceConfigBean and friends) that goreka
+// accepts without effect. Setting one gives a soft warning, not an error.
+var ignored = []ignoredProp{
+	// EurekaServerConfigBean
+	{name: "eureka.server.a-w-s-access-id"}, {name: "eureka.server.a-w-s-secret-key"},
+	{name: "eureka.server.e-i-p-bind-rebind-retries"}, {name: "eureka.server.e-i-p-binding-retry-interval-ms"},
+	{name: "eureka.server.e-i-p-binding-retry-interval-ms-when-unbound"},
+	{name: "eureka.server.number-of-replication-retries"}, {name: "eureka.server.peer-eureka-status-refresh-time-interval-ms"},
+	{name: "eureka.server.peer-node-total-connections"}, {name: "eureka.server.peer-node-total-connections-per-host"},
+	{name: "eureka.server.peer-node-connection-idle-timeout-seconds"},
+	{name: "eureka.server.a-s-g-query-timeout-ms"}, {name: "eureka.server.a-s-g-update-interval-ms"}, {name: "eureka.server.a-s-g-cache-expiry-timeout-ms"},
+	{name: "eureka.server.max-idle-thread-in-minutes-age-for-status-replication"}, {name: "eureka.server.min-threads-for-status-replication"},
+	{name: "eureka.server.max-threads-for-status-replication"}, {name: "eureka.server.max-elements-in-status-replication-pool"},
+	{name: "eureka.server.max-idle-thread-age-in-minutes-for-peer-replication"}, {name: "eureka.server.min-threads-for-peer-replication"},
+	{name: "eureka.server.max-threads-for-peer-replication", note: "goreka sends one batch at a time per peer"},
+	{name: "eureka.server.prime-aws-replica-connections"}, {name: "eureka.server.disable-delta-for-remote-regions"},
+	{name: "eureka.server.remote-region-connect-timeout-ms"}, {name: "eureka.server.remote-region-read-timeout-ms"},
+	{name: "eureka.server.remote-region-total-connections"}, {name: "eureka.server.remote-region-total-connections-per-host"},
+	{name: "eureka.server.remote-region-connection-idle-timeout-seconds"}, {name: "eureka.server.g-zip-content-from-remote-region"},
+	{name: "eureka.server.remote-region-urls-with-name"}, {name: "eureka.server.remote-region-urls"}, {name: "eureka.server.remote-region-app-whitelist"},
+	{name: "eureka.server.remote-region-registry-fetch-interval"}, {name: "eureka.server.remote-region-fetch-thread-pool-size"},
+	{name: "eureka.server.remote-region-trust-store"}, {name: "eureka.server.remote-region-trust-store-password"},
+	{name: "eureka.server.disable-transparent-fallback-to-other-region"},
+	{name: "eureka.server.batch-replication", note: "goreka always replicates in batches"},
+	{name: "eureka.server.rate-limiter-enabled"}, {name: "eureka.server.rate-limiter-throttle-standard-clients"},
+	{name: "eureka.server.rate-limiter-privileged-clients"}, {name: "eureka.server.rate-limiter-burst-size"},
+	{name: "eureka.server.rate-limiter-registry-fetch-average-rate"}, {name: "eureka.server.rate-limiter-full-fetch-average-rate"},
+	{name: "eureka.server.log-identity-headers"}, {name: "eureka.server.list-auto-scaling-groups-role-name"},
+	{name: "eureka.server.json-codec-name"}, {name: "eureka.server.xml-codec-name"},
+	{name: "eureka.server.route53-bind-rebind-retries"}, {name: "eureka.server.route53-binding-retry-interval-ms"},
+	{name: "eureka.server.route53-domain-t-t-l"}, {name: "eureka.server.binding-strategy"},
+	{name: "eureka.server.initial-capacity-of-response-cache"}, {name: "eureka.server.use-aws-asg-api"},
+	{name: "eureka.server.metrics.enabled", note: "goreka always serves Prometheus metrics"},
+	{name: "eureka.server.experimental.*"},
+	{name: "eureka.server.expected-number-of-renews-per-min", note: "use eureka.instance.registry.expected-number-of-clients-sending-renews"},
+	{name: "eureka.server.default-open-for-traffic-count", note: "use eureka.instance.registry.default-open-for-traffic-count"},
+
+	// EurekaClientConfigBean
+	{name: "eureka.client.enabled"}, {name: "eureka.client.transport.*"},
+	{name: "eureka.client.registry-fetch-interval-seconds"}, {name: "eureka.client.instance-info-replication-interval-seconds"},
+	{name: "eureka.client.initial-instance-info-replication-interval-seconds"}, {name: "eureka.client.eureka-service-url-poll-interval-seconds"},
+	{name: "eureka.client.proxy-port"}, {name: "eureka.client.proxy-host"}, {name: "eureka.client.proxy-user-name"}, {name: "eureka.client.proxy-password"},
+	{name: "eureka.client.eureka-server-read-timeout-seconds", note: "see eureka.server.peer-node-read-timeout-ms"},
+	{name: "eureka.client.eureka-server-connect-timeout-seconds", note: "see eureka.server.peer-node-connect-timeout-ms"},
+	{name: "eureka.client.backup-registry-impl"}, {name: "eureka.client.eureka-server-total-connections"},
+	{name: "eureka.client.eureka-server-total-connections-per-host"}, {name: "eureka.client.eureka-server-u-r-l-context"},
+	{name: "eureka.client.eureka-server-port"}, {name: "eureka.client.eureka-server-d-n-s-name"},
+	{name: "eureka.client.eureka-connection-idle-timeout-seconds"}, {name: "eureka.client.registry-refresh-single-vip-address"},
+	{name: "eureka.client.heartbeat-executor-thread-pool-size"}, {name: "eureka.client.heartbeat-executor-exponential-back-off-bound"},
+	{name: "eureka.client.cache-refresh-executor-thread-pool-size"}, {name: "eureka.client.cache-refresh-executor-exponential-back-off-bound"},
+	{name: "eureka.client.g-zip-content"}, {name: "eureka.client.use-dns-for-fetching-service-urls"},
+	{name: "eureka.client.prefer-same-zone-eureka"}, {name: "eureka.client.log-delta-diff"}, {name: "eureka.client.disable-delta"},
+	{name: "eureka.client.fetch-remote-regions-registry"}, {name: "eureka.client.filter-only-up-instances"},
+	{name: "eureka.client.dollar-replacement"}, {name: "eureka.client.escape-char-replacement"},
+	{name: "eureka.client.allow-redirects"}, {name: "eureka.client.on-demand-update-status-change"},
+	{name: "eureka.client.encoder-name"}, {name: "eureka.client.decoder-name"}, {name: "eureka.client.client-data-accept"},
+	{name: "eureka.client.should-unregister-on-shutdown"}, {name: "eureka.client.should-enforce-registration-at-init"},
+	{name: "eureka.client.order"}, {name: "eureka.client.healthcheck.*"}, {name: "eureka.client.tls.*"},
+	{name: "eureka.client.timeout.*"}, {name: "eureka.client.rest-template-timeout.*"}, {name: "eureka.client.restclient.*"},
+	{name: "eureka.client.jersey.*"}, {name: "eureka.client.webclient.*"}, {name: "eureka.client.refresh.*"},
+
+	// EurekaInstanceConfigBean
+	{name: "eureka.instance.actuator-prefix"}, {name: "eureka.instance.appname", note: "goreka registers itself as spring.application.name"},
+	{name: "eureka.instance.app-group-name"}, {name: "eureka.instance.instance-enabled-onit"},
+	{name: "eureka.instance.non-secure-port", note: "goreka registers itself with server.port"}, {name: "eureka.instance.secure-port"},
+	{name: "eureka.instance.non-secure-port-enabled"}, {name: "eureka.instance.secure-port-enabled"},
+	{name: "eureka.instance.virtual-host-name"}, {name: "eureka.instance.secure-virtual-host-name"},
+	{name: "eureka.instance.a-s-g-name"}, {name: "eureka.instance.data-center-info"},
+	{name: "eureka.instance.status-page-url-path"}, {name: "eureka.instance.status-page-url"},
+	{name: "eureka.instance.home-page-url-path"}, {name: "eureka.instance.home-page-url"},
+	{name: "eureka.instance.health-check-url-path"}, {name: "eureka.instance.health-check-url"},
+	{name: "eureka.instance.secure-health-check-url"}, {name: "eureka.instance.namespace"},
+	{name: "eureka.instance.async-client-initialization"}, {name: "eureka.instance.initial-status"},
+	{name: "eureka.instance.default-address-resolution-order"},
+}
+
+// Setter constructors. Each parses the text of a value and stores it; the
+// error says what was wrong, the caller adds key, value and source.
+
+type setter = func(c *Config, v string) error
+
+func strField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error { *f(c) = strings.TrimSpace(v); return nil }
+}
+
+func nonEmptyField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return errors.New("must not be empty")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+func enumField(f func(*Config) *string, allowed ...string) setter {
+	return func(c *Config, v string) error {
+		v = strings.ToLower(strings.TrimSpace(v))
+		for _, a := range allowed {
+			if v == a {
+				*f(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func pathPrefixField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if !strings.HasPrefix(v, "/") {
+			return errors.New("must start with /")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+func pathField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "classpath:") {
+			return errors.New("goreka has no classpath; give a file path")
+		}
+		*f(c) = strings.TrimPrefix(v, "file:")
+		return nil
+	}
+}
+
+// parseBool accepts what Spring's StringToBooleanConverter accepts, in any
+// case: true/false, on/off, yes/no, 1/0.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "on", "yes", "1":
+		return true, nil
+	case "false", "off", "no", "0":
+		return false, nil
+	}
+	return false, errors.New("not a boolean (want true or false)")
+}
+
+func boolField(f func(*Config) *bool) setter {
+	return func(c *Config, v string) error {
+		b, err := parseBool(v)
+		if err != nil {
+			return err
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+func parseInt(v string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			return 0, errors.New("number out of range")
+		}
+		return 0, errors.New("not a number")
+	}
+	return n, nil
+}
+
+func intField(f func(*Config) *int, lo, hi int) setter {
+	return func(c *Config, v string) error {
+		n, err := parseInt(v)
+		if err != nil {
+			return err
+		}
+		if n < int64(lo) || n > int64(hi) {
+			if hi == math.MaxInt32 {
+				return fmt.Errorf("must be >= %d", lo)
+			}
+			return fmt.Errorf("out of range %d..%d", lo, hi)
+		}
+		*f(c) = int(n)
+		return nil
+	}
+}
+
+// unitField parses a whole number of unit (ms or s) that must be >= lo.
+func unitField(f func(*Config) *time.Duration, unit time.Duration, lo int64) setter {
+	return func(c *Config, v string) error {
+		n, err := parseInt(v)
+		if err != nil {
+			return err
+		}
+		if n < lo {
+			if lo == 0 {
+				return errors.New("must not be negative")
+			}
+			return fmt.Errorf("must be >= %d", lo)
+		}
+		if n > int64(math.MaxInt64/unit) {
+			return errors.New("number out of range")
+		}
+		*f(c) = time.Duration(n) * unit
+		return nil
+	}
+}
+
+func millisField(f func(*Config) *time.Duration, lo int64) setter {
+	return unitField(f, time.Millisecond, lo)
+}
+
+func secondsField(f func(*Config) *time.Duration, lo int64) setter {
+	return unitField(f, time.Second, lo)
+}
+
+func durationField(f func(*Config) *time.Duration, allowZero bool) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+				return errors.New("not a duration: missing unit (e.g. 5s, 1m, 1h)")
+			}
+			return errors.New("not a duration (e.g. 5s, 1m, 1h)")
+		}
+		if d < 0 || (d == 0 && !allowZero) {
+			if allowZero {
+				return errors.New("must not be negative")
+			}
+			return errors.New("must be > 0")
+		}
+		*f(c) = d
+		return nil
+	}
+}
+
+func percentField(f func(*Config) *float64) setter {
+	return func(c *Config, v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(x) {
+			return errors.New("not a number")
+		}
+		if x <= 0 || x > 1 {
+			return errors.New("must be in (0,1]")
+		}
+		*f(c) = x
+		return nil
+	}
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"b", 1},
+}
+
+// parseSize reads a byte size: a plain number of bytes or a number with a
+// unit (Spring's DataSize units are 1024-based).
+func parseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errors.New("not a size (e.g. 1048576, 512KB, 1MB)")
+	}
+	if n <= 0 {
+		return 0, errors.New("must be > 0")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, errors.New("size out of range")
+	}
+	return n * mult, nil
+}
+
+func sizeField(f func(*Config) *int64) setter {
+	return func(c *Config, v string) error {
+		n, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+// parseLevel maps Spring Boot's level names to slog levels.
+func parseLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "trace":
+		return slog.LevelDebug - 4, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	case "fatal":
+		return slog.LevelError + 4, nil
+	case "off":
+		return slog.LevelError + 8, nil
+	}
+	return 0, errors.New("not a log level (trace, debug, info, warn, error, fatal, off)")
+}
+
+func levelField(f func(*Config) *slog.Level) setter {
+	return func(c *Config, v string) error {
+		l, err := parseLevel(v)
+		if err != nil {
+			return err
+		}
+		*f(c) = l
+		return nil
+	}
+}
+
+func ipField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v != "" && net.ParseIP(v) == nil {
+			return errors.New("not an IP address")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+func urlField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v != "" {
+			if err := checkURL(v); err != nil {
+				return err
+			}
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+// checkURL accepts absolute http and https URLs with a host.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL %q: scheme must be http or https", s)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return fmt.Errorf("URL %q: no host", s)
+	}
+	return nil
+}
