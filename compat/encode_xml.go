@@ -43,7 +43,10 @@ func (w *xmlWriter) openClass(name, class string) {
 
 func (w *xmlWriter) close(name string) {
 	w.depth--
-	w.indent()
+	w.buf = append(w.buf, '\n')
+	for range w.depth {
+		w.buf = append(w.buf, ' ', ' ')
+	}
 	w.buf = append(w.buf, "</"...)
 	w.buf = append(w.buf, name...)
 	w.buf = append(w.buf, '>')

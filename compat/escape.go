@@ -132,8 +132,11 @@ func xstreamPlain(r rune) bool {
 	if r <= 0x9f && (r < 0x20 || r >= 0x7f) {
 		return false
 	}
-	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.C)
+	return !unicode.Is(unassigned, r)
 }
+
+// unassigned is the Unicode category Cn (not Character.isDefined).
+var unassigned = unicode.Categories["Cn"]
 
 func appendCharRef(dst []byte, r rune) []byte {
 	dst = append(dst, "&#x"...)
