@@ -27,8 +27,8 @@ func fixtureApps() *registry.Applications {
 		IPAddr: "10.0.0.11", Status: registry.StatusUp, OverriddenStatus: registry.StatusUnknown,
 		Port: registry.Port{Number: 8080, Enabled: true}, SecurePort: registry.Port{Number: 443},
 		CountryID: 1, DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
-		LeaseInfo: registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second},
-		Metadata:  map[string]string{"management.port": "8080", "zone": "z1"},
+		LeaseInfo:   registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second},
+		Metadata:    map[string]string{"management.port": "8080", "zone": "z1"},
 		HomePageURL: "http://host-a:8080/", StatusPageURL: "http://host-a:8080/actuator/info",
 		HealthCheckURL: "http://host-a:8080/actuator/health", VIPAddress: "order-service",
 		SecureVIPAddress: "order-service", LastUpdatedTimestamp: at(120), LastDirtyTimestamp: at(-1000),
@@ -244,9 +244,9 @@ func TestXMLElementName(t *testing.T) {
 		{"management.port", "management.port", true},
 		{"a_b", "a__b", true},
 		{"$x_y", "_-x__y", true},
-		{"1st", "_.0031st", true},       // XStream would write <1st>
+		{"1st", "_.0031st", true},               // XStream would write <1st>
 		{"with space", "with_.0020space", true}, // XStream would write <with space>
-		{"a_ b", "a___.0020b", true},    // XStream's own slow path
+		{"a_ b", "a___.0020b", true},            // XStream's own slow path
 		{"é", "é", true},
 		{"🙂", "_.d83d_.de42", true},
 		{"", "", false},
