@@ -2,7 +2,6 @@ package cache
 
 import (
 	"errors"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,9 +119,9 @@ type Cache struct {
 	now  func() time.Time
 	load Loader
 
-	// ro is the readOnly tier: an immutable map replaced wholesale (copy on write) under mu,
-	// so a hit is one atomic load and one map lookup, without locks or allocations.
-	ro atomic.Pointer[map[Key]*Value]
+	// ro is the readOnly tier: sharded immutable maps replaced on write under mu, so a hit
+	// takes no lock and allocates nothing.
+	ro *readOnly
 
 	// rw is the readWrite tier. go-cache stores the entries and drops them after
 	// AutoExpiration by the real clock (its DeleteExpired is our janitor, called from Run).
@@ -187,9 +186,8 @@ func New(cfg Config, load Loader) *Cache {
 		inflight: make(map[Key]*call),
 		dirty:    make(map[Key]struct{}),
 		wake:     make(chan struct{}, 1),
+		ro:       newReadOnly(),
 	}
-	empty := map[Key]*Value{}
-	c.ro.Store(&empty)
 	c.gap.Store(int64(cfg.MinRefreshGap))
 	return c
 }
@@ -200,7 +198,7 @@ func New(cfg Config, load Loader) *Cache {
 // nothing is cached.
 func (c *Cache) Get(k Key) (*Value, error) {
 	if c.cfg.UseReadOnly {
-		if v, ok := (*c.ro.Load())[k]; ok {
+		if v, ok := c.ro.get(k); ok {
 			c.stats.roHits.Add(1) // one atomic add: the only shared write on the hot path
 			return v, nil
 		}
@@ -219,7 +217,7 @@ func (c *Cache) getRW(k Key, promote bool) (*Value, error) {
 			// Only if no invalidation removed the entry since we read it: a key put in the
 			// readOnly tier after its invalidation would never be marked dirty.
 			if cur, ok := c.rwGet(ks); ok && cur == e {
-				c.roInsertLocked(map[Key]*Value{k: e.v})
+				c.ro.publishOne(k, e.v)
 			}
 			c.mu.Unlock()
 		}
@@ -248,7 +246,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 	// Another goroutine may have stored the value between our lookup and the lock.
 	if e, ok := c.rwGet(ks); ok {
 		if promote {
-			c.roInsertLocked(map[Key]*Value{k: e.v})
+			c.ro.publishOne(k, e.v)
 		}
 		c.mu.Unlock()
 		c.stats.rwHits.Add(1)
@@ -279,7 +277,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 	default:
 		c.rw.Set(ks, &rwEntry{v: cl.v, expires: cl.v.Built.Add(c.cfg.AutoExpiration)}, gocache.DefaultExpiration)
 		if promote {
-			c.roInsertLocked(map[Key]*Value{k: cl.v})
+			c.ro.publishOne(k, cl.v)
 		}
 	}
 	c.mu.Unlock()
@@ -296,19 +294,6 @@ func (c *Cache) loadValue(k Key) (*Value, error) {
 		return nil, err
 	}
 	return buildValue(payload, found, gzipLevel, c.now())
-}
-
-// roInsertLocked publishes a new readOnly map with updates applied. Callers hold c.mu, which
-// serialises all writers of the readOnly tier.
-func (c *Cache) roInsertLocked(updates map[Key]*Value) {
-	if len(updates) == 0 {
-		return
-	}
-	cur := *c.ro.Load()
-	next := make(map[Key]*Value, len(cur)+len(updates))
-	maps.Copy(next, cur)
-	maps.Copy(next, updates)
-	c.ro.Store(&next)
 }
 
 // Invalidate drops from the readWrite tier, in JSON and XML and full and compact, the keys a
@@ -357,7 +342,6 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 
 	marked := false
 	c.mu.Lock()
-	ro := *c.ro.Load()
 	for _, k := range keys {
 		c.rw.Delete(k.String())
 		if cl, ok := c.inflight[k]; ok {
@@ -366,7 +350,7 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 			delete(c.inflight, k)
 		}
 		if c.cfg.UseReadOnly && c.cfg.RefreshOnChange {
-			if _, ok := ro[k]; ok {
+			if _, ok := c.ro.get(k); ok {
 				c.dirty[k] = struct{}{}
 				marked = true
 			}

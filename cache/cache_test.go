@@ -507,3 +507,22 @@ func TestKeyString(t *testing.T) {
 		t.Fatal("Entity.String")
 	}
 }
+
+func TestManyReadOnlyKeys(t *testing.T) {
+	r := newRegistry()
+	c := New(DefaultConfig(), r.load)
+	const n = 2000
+	for i := range n {
+		mustGet(t, c, Key{Entity: VIP, Name: fmt.Sprintf("vip-%d", i)})
+	}
+	if got := c.Stats().ReadOnlyKeys; got != n {
+		t.Fatalf("ReadOnlyKeys = %d, want %d", got, n)
+	}
+	for i := range n {
+		k := Key{Entity: VIP, Name: fmt.Sprintf("vip-%d", i)}
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 0))
+	}
+	if s := c.Stats(); s.ReadOnlyHits != n || s.Misses != n {
+		t.Fatalf("stats = %+v", s)
+	}
+}

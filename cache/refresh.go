@@ -123,7 +123,7 @@ func (c *Cache) markAged(now time.Time) int {
 	cutoff := now.Add(-c.cfg.AutoExpiration)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, v := range *c.ro.Load() {
+	for k, v := range c.ro.all() {
 		if !v.Built.After(cutoff) {
 			c.dirty[k] = struct{}{}
 		}
@@ -161,7 +161,7 @@ func (c *Cache) rebuildDirty() int {
 		updates[k] = v
 	}
 	c.mu.Lock()
-	c.roInsertLocked(updates)
+	c.ro.publish(updates)
 	for _, k := range failed {
 		c.dirty[k] = struct{}{}
 	}
@@ -174,9 +174,8 @@ func (c *Cache) rebuildDirty() int {
 // refreshAll is Eureka's timer task: copy every readOnly key from the readWrite tier.
 func (c *Cache) refreshAll() {
 	start := c.now()
-	cur := *c.ro.Load()
 	updates := make(map[Key]*Value)
-	for k, old := range cur {
+	for k, old := range c.ro.all() {
 		v, err := c.getRW(k, false)
 		if err != nil || v == old {
 			continue
@@ -184,7 +183,7 @@ func (c *Cache) refreshAll() {
 		updates[k] = v
 	}
 	c.mu.Lock()
-	c.roInsertLocked(updates)
+	c.ro.publish(updates)
 	c.mu.Unlock()
 	c.stats.rebuilds.Add(1)
 	c.stats.rebuiltKeys.Add(uint64(len(updates)))
@@ -238,10 +237,9 @@ func (c *Cache) Stats() Stats {
 			oldest = v.Built
 		}
 	}
-	ro := *c.ro.Load()
-	s.ReadOnlyKeys = len(ro)
+	s.ReadOnlyKeys = c.ro.len()
 	if c.cfg.UseReadOnly {
-		for _, v := range ro {
+		for _, v := range c.ro.all() {
 			note(v)
 		}
 	} else {
