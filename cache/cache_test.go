@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -383,34 +383,33 @@ func TestStaleLoadIsNotStored(t *testing.T) {
 }
 
 func TestConcurrentMissesLoadOnce(t *testing.T) {
-	r := newRegistry()
-	c := New(DefaultConfig(), r.load)
-	k := Key{Entity: Application, Name: AllApps, JSON: true}
-	release := make(chan struct{})
-	r.blockFor[k] = release
-	r.started = make(chan Key, 1)
-	const n = 16
-	var wg sync.WaitGroup
-	vals := make([]*Value, n)
-	wg.Go(func() { vals[0], _ = c.Get(k) })
-	<-r.started
-	for i := 1; i < n; i++ {
-		wg.Go(func() { vals[i], _ = c.Get(k) })
-	}
-	// Wait until every other Get is either waiting on the load or done, then let it finish.
-	for c.Stats().SharedLoads < n-1 {
-		runtime.Gosched()
-	}
-	close(release)
-	wg.Wait()
-	for i, v := range vals {
-		if v != vals[0] {
-			t.Fatalf("Get %d returned a different value", i)
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		k := Key{Entity: Application, Name: AllApps, JSON: true}
+		release := make(chan struct{})
+		r.blockFor[k] = release
+		const n = 16
+		var wg sync.WaitGroup
+		vals := make([]*Value, n)
+		for i := range n {
+			wg.Go(func() { vals[i], _ = c.Get(k) })
 		}
-	}
-	if got := r.loadsOf(k); got != 1 {
-		t.Fatalf("loads = %d, want 1", got)
-	}
+		synctest.Wait() // every Get is blocked: one in the loader, the rest on its result
+		if s := c.Stats(); s.Misses != 1 || s.SharedLoads != n-1 {
+			t.Fatalf("Misses = %d, SharedLoads = %d, want 1 and %d", s.Misses, s.SharedLoads, n-1)
+		}
+		close(release)
+		wg.Wait()
+		for i, v := range vals {
+			if v != vals[0] {
+				t.Fatalf("Get %d returned a different value", i)
+			}
+		}
+		if got := r.loadsOf(k); got != 1 {
+			t.Fatalf("loads = %d, want 1", got)
+		}
+	})
 }
 
 func TestConcurrentGetsAndInvalidates(t *testing.T) {

@@ -136,6 +136,38 @@ func TestRefreshGapAdaptsToRebuildTime(t *testing.T) {
 	})
 }
 
+// A change that lands while its key is being rebuilt is not lost: the rebuild publishes what it
+// loaded, the key is dirty again, and the next rebuild catches up.
+func TestChangeDuringRebuildIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		k := Key{Entity: Application, Name: AllApps, JSON: true}
+		slow := func(k Key) ([]byte, bool, error) {
+			p, found, err := r.load(k) // reads the version first, then takes a while to encode
+			time.Sleep(50 * time.Millisecond)
+			return p, found, err
+		}
+		c := New(DefaultConfig(), slow)
+		mustGet(t, c, k)
+		startRun(t, c)
+
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(10 * time.Millisecond) // the rebuild is loading version 1
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(40 * time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
+		if s := c.Stats(); s.StaleLoads != 1 || s.DirtyKeys != 1 {
+			t.Fatalf("StaleLoads = %d, DirtyKeys = %d, want 1 and 1", s.StaleLoads, s.DirtyKeys)
+		}
+		time.Sleep(DefaultMinRefreshGap + 50*time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 2))
+	})
+}
+
 func TestRefreshGapIsCappedAtUpdateInterval(t *testing.T) {
 	c := New(DefaultConfig(), nil)
 	c.adaptGap(time.Minute)
