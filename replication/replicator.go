@@ -1,0 +1,504 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// Replicator sends the registry's client-originated changes to the peers.
+type Replicator struct {
+	cfg    Config
+	reg    *registry.Registry
+	client peerClient
+	http   *httpClient
+	peers  []*peerState
+	log    *slog.Logger
+	// sleep waits between sync attempts; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+type peerState struct {
+	peer Peer
+	log  *slog.Logger
+	wake chan struct{} // size 1: bursts of enqueues coalesce into one wake-up
+	rnd  *rand.Rand    // jitter; used by the sender goroutine only
+
+	sendMu sync.Mutex // one batch in flight per peer keeps per-instance order
+
+	mu      sync.Mutex
+	q       *queue
+	st      counters
+	streak  int     // consecutive retryable failures
+	lastErr failure // kind of the last failure, 0 after a success
+}
+
+type counters struct {
+	batches, items                                   uint64
+	congestion, network, rejected, badResp, itemFail uint64
+	dropped, expired, coalesced                      uint64
+	lastSuccess, lastErrAt, backoffUntil             time.Time
+	lastErr                                          string
+}
+
+// New returns a Replicator for peers. It starts nothing: Run starts the
+// senders. cfg's zero fields take their defaults.
+func New(cfg Config, reg *registry.Registry, peers []Peer) *Replicator {
+	cfg.fill()
+	h := newHTTPClient(&cfg)
+	return newReplicator(cfg, reg, peers, h, h)
+}
+
+func newReplicator(cfg Config, reg *registry.Registry, peers []Peer, c peerClient, h *httpClient) *Replicator {
+	cfg.fill()
+	r := &Replicator{cfg: cfg, reg: reg, client: c, http: h, sleep: sleepCtx,
+		log: cfg.Logger.With("component", "replication")}
+	for i, p := range peers {
+		r.peers = append(r.peers, &peerState{
+			peer: p,
+			log:  r.log.With("peer", p.URL),
+			wake: make(chan struct{}, 1),
+			rnd:  rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
+			q:    newQueue(cfg.MaxElementsInPeerReplicationPool),
+		})
+	}
+	return r
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Peers returns the peers this Replicator sends to.
+func (r *Replicator) Peers() []Peer {
+	out := make([]Peer, len(r.peers))
+	for i, p := range r.peers {
+		out[i] = p.peer
+	}
+	return out
+}
+
+// OnEvent queues a registry event for every peer. Events from peers
+// (Replicated) and evictions are ignored: replicating them would bounce
+// writes round the cluster, and every server evicts on its own. OnEvent
+// never blocks on the network; a full queue drops its oldest task.
+func (r *Replicator) OnEvent(e registry.Event) {
+	if e.Replicated || e.Kind == registry.EventEvict || len(r.peers) == 0 {
+		return
+	}
+	item, ok := r.itemOf(e)
+	if !ok {
+		return
+	}
+	now := r.cfg.Now()
+	exp := now.Add(r.ttl(item.Action, e.Instance))
+	key := taskKey(item.Action, item.AppName, item.ID)
+	for _, p := range r.peers {
+		p.enqueue(&task{key: key, item: item, enqueued: now, expires: exp})
+	}
+}
+
+// ttl is Eureka's task expiry: register and heartbeat live one renewal
+// interval of the instance (a newer heartbeat is on its way by then), the
+// others max-time-for-replication.
+func (r *Replicator) ttl(a compat.ReplicationAction, in *registry.Instance) time.Duration {
+	if a == compat.ActionRegister || a == compat.ActionHeartbeat {
+		if in != nil && in.LeaseInfo.RenewalInterval > 0 {
+			return in.LeaseInfo.RenewalInterval
+		}
+		return 30 * time.Second
+	}
+	return r.cfg.MaxTimeForReplication
+}
+
+func (p *peerState) enqueue(t *task) {
+	p.mu.Lock()
+	replaced, dropped := p.q.push(t)
+	if replaced {
+		p.st.coalesced++
+	}
+	p.st.dropped += uint64(dropped)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// itemOf builds the batch item for an event (ReplicationTaskProcessor's
+// createReplicationInstanceOf).
+func (r *Replicator) itemOf(e registry.Event) (compat.ReplicationItem, bool) {
+	it := compat.ReplicationItem{AppName: e.App, ID: e.ID}
+	dirty := func() {
+		if e.Instance != nil && !e.Instance.LastDirtyTimestamp.IsZero() {
+			it.LastDirtyTimestamp, it.HasLastDirty = e.Instance.LastDirtyTimestamp.UnixMilli(), true
+		}
+	}
+	switch e.Kind {
+	case registry.EventRegister:
+		if e.Instance == nil {
+			return it, false
+		}
+		it.Action = compat.ActionRegister
+		it.Instance = r.viewOf(e.App, e.ID, e.Instance)
+		it.Status = string(it.Instance.Instance.Status)
+		dirty()
+	case registry.EventHeartbeat:
+		it.Action = compat.ActionHeartbeat
+		if e.Instance != nil {
+			it.Status = string(e.Instance.Status)
+		}
+		if e.OverriddenStatus != "" {
+			it.OverriddenStatus = string(e.OverriddenStatus)
+		}
+		dirty()
+	case registry.EventCancel:
+		it.Action = compat.ActionCancel
+	case registry.EventStatusUpdate:
+		it.Action = compat.ActionStatusUpdate
+		it.Status = string(e.Status)
+		dirty()
+	case registry.EventDeleteStatusOverride:
+		it.Action = compat.ActionDeleteStatusOverride
+		it.Status = string(e.Status)
+		dirty()
+	default:
+		return it, false
+	}
+	return it, true
+}
+
+// viewOf returns the stored lease of in, or in with its own lease timings
+// when it is no longer stored.
+func (r *Replicator) viewOf(app, id string, in *registry.Instance) *registry.LeaseView {
+	if v, ok := r.reg.Get(app, id); ok {
+		return &v
+	}
+	v := &registry.LeaseView{Instance: in, RenewalInterval: in.LeaseInfo.RenewalInterval, Duration: in.LeaseInfo.Duration}
+	if v.RenewalInterval <= 0 {
+		v.RenewalInterval = 30 * time.Second
+	}
+	if v.Duration <= 0 {
+		v.Duration = 90 * time.Second
+	}
+	return v
+}
+
+// Run starts one sender per peer and blocks until ctx is done; it then
+// waits for the senders and returns nil. Tasks still queued stay queued for
+// Flush.
+func (r *Replicator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, p := range r.peers {
+		wg.Go(func() { r.runPeer(ctx, p) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// runPeer forms batches: it sends when BatchSize tasks are pending or the
+// oldest has waited BatchDelay, and after a retryable failure it waits out
+// the back-off while new tasks keep queueing (within the bound).
+func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	wait := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-p.wake:
+			return true
+		case <-timer.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		n, oldest := p.q.len(), p.q.oldest()
+		p.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			}
+			continue
+		}
+		if n < r.cfg.BatchSize {
+			if d := oldest.Add(r.cfg.BatchDelay).Sub(r.cfg.Now()); d > 0 {
+				if !wait(d) {
+					return
+				}
+				continue
+			}
+		}
+		if backoff, _ := r.sendOnce(ctx, p); backoff > 0 {
+			timer.Reset(backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+	}
+}
+
+// sendOnce sends one batch from the front of p's queue and handles the
+// answer. It returns the back-off to wait before the next batch (0 if
+// none) and the error of a failed batch.
+func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration, error) {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	p.mu.Lock()
+	batch, expired := p.q.take(r.cfg.BatchSize, r.cfg.Now())
+	p.st.expired += uint64(expired)
+	p.mu.Unlock()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	items := make([]compat.ReplicationItem, len(batch))
+	for i, t := range batch {
+		items[i] = t.item
+	}
+	resps, err := r.client.sendBatch(ctx, &p.peer, items)
+	if err == nil && len(resps) != len(items) {
+		err = fmt.Errorf("%w: %d answers to %d items", errBadResponse, len(resps), len(items))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// Shutting down, not the peer's fault: keep the tasks for Flush.
+			p.mu.Lock()
+			exp, drop := p.q.requeue(batch, r.cfg.Now())
+			p.st.expired += uint64(exp)
+			p.st.dropped += uint64(drop)
+			p.mu.Unlock()
+			return 0, err
+		}
+		return r.failed(p, batch, err), err
+	}
+	r.succeeded(p, len(batch))
+	for i, resp := range resps {
+		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+			continue
+		}
+		p.mu.Lock()
+		p.st.itemFail++
+		p.mu.Unlock()
+		r.handleItemFailure(p, items[i], resp)
+	}
+	return 0, nil
+}
+
+func (r *Replicator) succeeded(p *peerState, n int) {
+	now := r.cfg.Now()
+	p.mu.Lock()
+	was := p.lastErr
+	p.st.batches++
+	p.st.items += uint64(n)
+	p.st.lastSuccess = now
+	p.st.backoffUntil = time.Time{}
+	p.streak, p.lastErr = 0, 0
+	p.mu.Unlock()
+	if was != 0 {
+		p.log.Info("peer replication recovered")
+	}
+}
+
+// failed records a failed batch and either puts it back (retryable) or
+// drops it. It returns the back-off before the next attempt.
+func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duration {
+	kind := classify(err)
+	now := r.cfg.Now()
+	var delay time.Duration
+	p.mu.Lock()
+	was := p.lastErr
+	p.lastErr = kind
+	p.st.lastErr, p.st.lastErrAt = err.Error(), now
+	switch kind {
+	case failCongestion:
+		p.st.congestion++
+	case failNetwork:
+		p.st.network++
+	case failRejected:
+		p.st.rejected++
+	default:
+		p.st.badResp++
+	}
+	if kind.retry() {
+		p.streak++
+		base := r.cfg.NetworkFailureRetryDelay
+		if kind == failCongestion {
+			base = r.cfg.CongestionRetryDelay
+		}
+		delay = backoff(base, r.cfg.MaxRetryDelay, p.streak, p.rnd)
+		p.st.backoffUntil = now.Add(delay)
+		exp, drop := p.q.requeue(batch, now)
+		p.st.expired += uint64(exp)
+		p.st.dropped += uint64(drop)
+	} else {
+		p.streak = 0
+		p.st.dropped += uint64(len(batch))
+	}
+	p.mu.Unlock()
+	// Log changes of state, not every failure: a dead peer would otherwise
+	// write a line per back-off.
+	if was != kind {
+		p.log.Warn("peer replication failing", "kind", kind.String(), "retry", kind.retry(), "count", len(batch), "err", err)
+	} else {
+		p.log.Debug("peer replication still failing", "kind", kind.String(), "count", len(batch), "err", err)
+	}
+	return delay
+}
+
+// handleItemFailure is Eureka's PeerEurekaNode handling of a failed item:
+// a heartbeat the peer does not know (404) is answered with a register of
+// the local copy; a heartbeat the peer knows better (409 with its copy)
+// makes this server adopt the peer's copy, locally only.
+func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, resp compat.ReplicationResponse) {
+	p.log.Debug("peer refused item", "action", string(it.Action), "app", it.AppName, "instance", it.ID, "status", resp.StatusCode)
+	if it.Action != compat.ActionHeartbeat {
+		return
+	}
+	if resp.StatusCode == 404 {
+		v, ok := r.reg.Get(it.AppName, it.ID)
+		if !ok {
+			return
+		}
+		reg := compat.ReplicationItem{AppName: it.AppName, ID: it.ID, Action: compat.ActionRegister,
+			Instance: &v, Status: string(v.Instance.Status)}
+		if !v.Instance.LastDirtyTimestamp.IsZero() {
+			reg.LastDirtyTimestamp, reg.HasLastDirty = v.Instance.LastDirtyTimestamp.UnixMilli(), true
+		}
+		now := r.cfg.Now()
+		p.enqueue(&task{key: taskKey(compat.ActionRegister, it.AppName, it.ID), item: reg,
+			enqueued: now, expires: now.Add(r.ttl(compat.ActionRegister, v.Instance))})
+		return
+	}
+	if r.cfg.IgnoreDirtyTimestamps || resp.Entity == nil || resp.Entity.Instance == nil {
+		return
+	}
+	in := resp.Entity.Instance.Clone()
+	in.LeaseInfo = registry.LeaseInfo{RenewalInterval: resp.Entity.RenewalInterval, Duration: resp.Entity.Duration}
+	// Register applies the peer's overriddenStatus when this server has no
+	// override for the instance (Eureka also replaces a different one).
+	if _, err := r.reg.Register(in, true); err != nil {
+		p.log.Warn("cannot adopt peer's copy", "app", it.AppName, "instance", it.ID, "err", err)
+	}
+}
+
+// backoff returns the delay before retry number attempt (1-based): base
+// doubled per earlier attempt, capped at max, then jittered into
+// [d/2, d] so that the servers of a cluster do not retry in step.
+func backoff(base, max time.Duration, attempt int, rnd *rand.Rand) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	half := d / 2
+	return half + time.Duration(rnd.Int64N(int64(d-half)+1))
+}
+
+// Flush sends what is queued for every peer, ignoring the batch delay, until
+// the queues are empty, a peer fails, or ctx is done. It is meant for
+// shutdown, after Run returned; it returns the peers' errors joined.
+func (r *Replicator) Flush(ctx context.Context) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, p := range r.peers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				p.mu.Lock()
+				n := p.q.len()
+				p.mu.Unlock()
+				if n == 0 {
+					return
+				}
+				if _, err := r.sendOnce(ctx, p); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("flushing to %s: %w", p.peer.URL, err))
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) == 0 && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// PeerStatus is the replication state of one peer.
+type PeerStatus struct {
+	URL         string        // scrubbed
+	State       string        // "up", "backing off" or "failing"
+	QueueDepth  int           // pending tasks
+	Lag         time.Duration // age of the oldest pending task
+	BatchesSent uint64
+	ItemsSent   uint64
+	// Failures by kind: batches answered 503 or timed out (Congestion),
+	// network errors (Network), other statuses (Rejected), unusable answers
+	// (BadResponse), and items a peer answered with a non-2xx (Items).
+	Failures    Failures
+	Dropped     uint64 // tasks dropped: queue full or batch not retryable
+	Expired     uint64 // tasks that outlived their expiry while queued
+	Coalesced   uint64 // tasks replaced by a newer one with the same id
+	LastSuccess time.Time
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// Failures counts failures by kind.
+type Failures struct {
+	Congestion, Network, Rejected, BadResponse, Items uint64
+}
+
+// Status returns the state of every peer, in peer order.
+func (r *Replicator) Status() []PeerStatus {
+	now := r.cfg.Now()
+	out := make([]PeerStatus, 0, len(r.peers))
+	for _, p := range r.peers {
+		p.mu.Lock()
+		s := PeerStatus{
+			URL: p.peer.URL, State: "up", QueueDepth: p.q.len(),
+			BatchesSent: p.st.batches, ItemsSent: p.st.items,
+			Failures: Failures{Congestion: p.st.congestion, Network: p.st.network, Rejected: p.st.rejected,
+				BadResponse: p.st.badResp, Items: p.st.itemFail},
+			Dropped: p.st.dropped, Expired: p.st.expired, Coalesced: p.st.coalesced,
+			LastSuccess: p.st.lastSuccess, LastError: p.st.lastErr, LastErrorAt: p.st.lastErrAt,
+		}
+		if o := p.q.oldest(); !o.IsZero() {
+			s.Lag = max(now.Sub(o), 0)
+		}
+		switch {
+		case now.Before(p.st.backoffUntil):
+			s.State = "backing off"
+		case p.lastErr != 0:
+			s.State = "failing"
+		}
+		p.mu.Unlock()
+		out = append(out, s)
+	}
+	return out
+}
