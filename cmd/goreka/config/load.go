@@ -361,7 +361,7 @@ func unknownKeys(st *stack) []string {
 			if !strings.HasPrefix(base, "eureka.") && !strings.HasPrefix(base, "goreka.") {
 				continue
 			}
-			if known[base] || inMap(base) {
+			if known[base] || inMap(base) || isMapPrefix(base) {
 				continue
 			}
 			if ig, ok := findIgnored(base); ok {
@@ -373,7 +373,7 @@ func unknownKeys(st *stack) []string {
 				continue
 			}
 			msg := fmt.Sprintf("%s (%s): unknown property", e.key, e.source)
-			if s := suggest(base); s != "" {
+			if s := suggest(base, e.key); s != "" {
 				msg += fmt.Sprintf("; did you mean %s?", s)
 			}
 			out = append(out, msg)

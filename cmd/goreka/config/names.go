@@ -200,7 +200,7 @@ func levenshtein(a, b string) int {
 // The comparison ignores dots, so an environment variable written with
 // underscores between words (EUREKA_SERVER_ENABLE_SELF_PRESERVATION) still
 // finds its property.
-func suggest(canon string) string {
+func suggest(canon, key string) string {
 	flat := strings.ReplaceAll(canon, ".", "")
 	best, bestDist := "", 1<<30
 	try := func(name, candidate string) {
@@ -214,10 +214,11 @@ func suggest(canon string) string {
 	}
 	for _, p := range mapProps {
 		// Compare only the prefix: the map key is free text.
-		if i := strings.LastIndexByte(canon, '.'); i > 0 {
+		i, j := strings.LastIndexByte(canon, '.'), strings.LastIndexByte(key, '.')
+		if i > 0 && j > 0 {
 			d := levenshtein(strings.ReplaceAll(canon[:i], ".", ""), strings.ReplaceAll(canonicalKey(p.name), ".", ""))
 			if d < bestDist {
-				best, bestDist = p.name+"."+canon[i+1:], d
+				best, bestDist = p.name+"."+key[j+1:], d
 			}
 		}
 	}
@@ -228,7 +229,7 @@ func suggest(canon string) string {
 	if len(flat) < 12 {
 		limit = 2
 	}
-	if bestDist > 0 && bestDist <= limit {
+	if bestDist <= limit {
 		return best
 	}
 	return ""

@@ -156,6 +156,14 @@ func (s *stack) placeholder(name string, visiting []string) (*string, error) {
 	if v, ok := s.environ[up]; ok {
 		return &v, nil
 	}
+	// goreka's own defaults, so ${spring.application.name}:${server.port}
+	// works without setting either.
+	for _, p := range properties {
+		if p.dynamic == "" && canonicalKey(p.name) == canon {
+			v := p.def
+			return &v, nil
+		}
+	}
 	return nil, nil
 }
 
