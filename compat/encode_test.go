@@ -21,7 +21,17 @@ func at(ms int64) time.Time { return fixedNow.Add(time.Duration(ms) * time.Milli
 // fixtureApps is a small registry at fixedNow covering every encoding rule:
 // optional fields present and absent, sid, Amazon data center, empty and
 // tricky metadata, text that needs escaping in both formats.
-func fixtureApps() *registry.Applications {
+func fixtureApps() *registry.Applications { return fixture(false) }
+
+// xmlFixtureApps is fixtureApps without the control characters that
+// XStream escapes as character references XML 1.0 parsers reject.
+func xmlFixtureApps() *registry.Applications { return fixture(true) }
+
+func fixture(xmlSafe bool) *registry.Applications {
+	ctl := "ctl\x01\x1f del\x7f é 日本 🙂"
+	if xmlSafe {
+		ctl = "ctl del\x7f é 日本 🙂"
+	}
 	a := &registry.Instance{
 		InstanceID: "host-a:order-service:8080", HostName: "host-a", App: "ORDER-SERVICE",
 		IPAddr: "10.0.0.11", Status: registry.StatusUp, OverriddenStatus: registry.StatusUnknown,
@@ -39,12 +49,13 @@ func fixtureApps() *registry.Applications {
 		SID: "sid-7", Status: registry.StatusOutOfService, OverriddenStatus: registry.StatusOutOfService,
 		Port: registry.Port{Number: 8081, Enabled: true}, SecurePort: registry.Port{Number: 8443, Enabled: true},
 		CountryID: 1, DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterNetflix},
+		LeaseInfo: registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second},
 		Metadata: map[string]string{
 			"a_b":         `quote " amp & lt < gt > apos ' slash / back \`,
 			"$dollar":     "tab\tnl\ncr\r",
-			"1st":         "ctl\x01\x1f del\x7f é 日本 🙂",
+			"1st":         ctl,
 			"with space":  "",
-			"instanceId":  "x",
+			"version":     "x",
 			"ünïcode-key": "v",
 		},
 		SecureHealthCheckURL: "https://host-b:8443/health", ASGName: "asg-1",
@@ -59,6 +70,7 @@ func fixtureApps() *registry.Applications {
 			"instance-id": "i-0abc", "availability-zone": "us-east-1a", "public-ipv4": "54.1.2.3",
 			"local-ipv4": "10.1.2.3", "ami-id": "ami-1", "instance-type": "m5.large",
 		}},
+		LeaseInfo:  registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second},
 		VIPAddress: "billing", LastUpdatedTimestamp: at(300), LastDirtyTimestamp: at(300),
 	}
 	view := func(in *registry.Instance, reg, renew int64) registry.LeaseView {
