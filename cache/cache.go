@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,10 +286,18 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 	return cl.v, cl.err
 }
 
-func (c *Cache) loadValue(k Key) (*Value, error) {
+// loadValue calls the loader and builds the Value. A panicking loader is turned into an
+// error: otherwise the callers waiting on this load, and every later Get of the key, would
+// block forever on a load that never finishes.
+func (c *Cache) loadValue(k Key) (v *Value, err error) {
 	if c.load == nil {
 		return nil, ErrNilLoader
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("cache: loading %v: panic: %v", k, p)
+		}
+	}()
 	payload, found, err := c.load(k)
 	if err != nil {
 		return nil, err

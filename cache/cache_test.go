@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -523,5 +524,24 @@ func TestManyReadOnlyKeys(t *testing.T) {
 	}
 	if s := c.Stats(); s.ReadOnlyHits != n || s.Misses != n {
 		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestLoaderPanicBecomesError(t *testing.T) {
+	calls := 0
+	c := New(DefaultConfig(), func(Key) ([]byte, bool, error) {
+		calls++
+		if calls == 1 {
+			panic("encoder bug")
+		}
+		return []byte("ok"), true, nil
+	})
+	k := Key{Entity: Application, Name: AllApps}
+	if _, err := c.Get(k); err == nil || !strings.Contains(err.Error(), "encoder bug") {
+		t.Fatalf("err = %v, want the panic as an error", err)
+	}
+	// The key is not stuck in flight.
+	if v := mustGet(t, c, k); string(v.Plain) != "ok" {
+		t.Fatalf("payload = %q", v.Plain)
 	}
 }
