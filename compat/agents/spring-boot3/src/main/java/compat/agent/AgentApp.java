@@ -21,6 +21,8 @@ import org.springframework.cloud.client.discovery.DiscoveryClient;
 import org.springframework.cloud.client.loadbalancer.LoadBalanced;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Primary;
+import org.springframework.context.annotation.Scope;
 import org.springframework.context.event.EventListener;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.SimpleClientHttpRequestFactory;
@@ -87,6 +89,17 @@ public class AgentApp {
         @LoadBalanced
         RestTemplate loadBalancedRestTemplate() {
             return new RestTemplate(shortTimeouts());
+        }
+
+        /**
+         * SCN 5's RestClient Eureka transport takes the context's RestClient.Builder; without a primary plain one it
+         * would get the load-balanced builder and try to resolve the Eureka server's host as a service id.
+         */
+        @Bean
+        @Primary
+        @Scope("prototype")
+        RestClient.Builder plainRestClientBuilder() {
+            return RestClient.builder();
         }
 
         @Bean

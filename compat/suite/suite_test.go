@@ -1,0 +1,480 @@
+//go:build compat
+
+package suite
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// target is a server under test.
+type target struct {
+	name string
+	// argv returns the command that runs the server in the foreground on 127.0.0.1:port.
+	argv func(port int) []string
+	env  func(port int) []string
+	// authArgs, when set, are extra arguments that make the server require user:pass (scenario h).
+	// Hook: goreka's basic auth arrives later; fill this in then.
+	authArgs func(user, pass string) []string
+	// notes are shown in the table where this server legitimately differs (never a weakened check).
+	notes map[string]string
+}
+
+// shortTimings are the server settings of spring-cloud-eureka.md C3, as Spring-style flags.
+var shortTimings = []string{
+	"--eureka.server.eviction-interval-timer-in-ms=1000",
+	"--eureka.server.enable-self-preservation=false",
+	"--eureka.server.response-cache-update-interval-ms=1000",
+	"--eureka.instance.hostname=localhost",
+}
+
+type suite struct {
+	root, out string
+	ps        *procs
+	auth      string // COMPAT_AUTH user:pass, or ""
+}
+
+func TestCompat(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv("COMPAT_OUT")
+	if out == "" {
+		out = filepath.Join(root, "compat", "suite", "out")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &suite{root: root, out: out, ps: &procs{}, auth: os.Getenv("COMPAT_AUTH")}
+	t.Cleanup(s.ps.killAll)
+
+	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "both": {"stock", "goreka"}}
+	tn := os.Getenv("COMPAT_TARGET")
+	if tn == "" {
+		tn = "goreka"
+	}
+	names, ok := targetNames[tn]
+	if !ok {
+		t.Fatalf("COMPAT_TARGET=%q: want goreka, stock or both", tn)
+	}
+
+	clients, err := s.clientList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("clients: %s; targets: %s; logs under %s", strings.Join(clients, ", "), strings.Join(names, ", "), out)
+
+	buildErr := s.buildAgents(t, clients)
+	var md strings.Builder
+	md.WriteString("# goreka real-client compatibility results\n\n")
+	failed := false
+	for _, name := range names {
+		runs, notes := s.runTarget(t, name, clients, buildErr)
+		table := renderTable(name, clients, runs, notes)
+		fmt.Println(table)
+		md.WriteString(table + "\n")
+		for _, r := range runs {
+			for _, res := range r.results {
+				if res.outcome == fail {
+					failed = true
+				}
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md.String()), 0o644); err != nil {
+		t.Error(err)
+	}
+	if failed {
+		t.Errorf("some scenarios failed; see the table above and %s", filepath.Join(out, "results.md"))
+	}
+}
+
+// clientList is COMPAT_CLIENTS, or every compat/agents/* directory that has a build.sh.
+func (s *suite) clientList() ([]string, error) {
+	if v := os.Getenv("COMPAT_CLIENTS"); v != "" {
+		var out []string
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+		return out, nil
+	}
+	m, err := filepath.Glob(filepath.Join(s.root, "compat", "agents", "*", "build.sh"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range m {
+		out = append(out, filepath.Base(filepath.Dir(p)))
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no compat/agents/*/build.sh found")
+	}
+	return out, nil
+}
+
+// buildAgents runs every build.sh once, one after the other (2 shared cores). A failed build fails
+// every scenario of that client.
+func (s *suite) buildAgents(t *testing.T, clients []string) map[string]error {
+	errs := map[string]error{}
+	for _, c := range clients {
+		start := time.Now()
+		script := filepath.Join(s.root, "compat", "agents", c, "build.sh")
+		err := runBuild(script, filepath.Join(s.out, "build-"+c+".log"), 15*time.Minute)
+		if err != nil {
+			t.Logf("build %s FAILED after %s: %v", c, time.Since(start).Round(time.Second), err)
+			errs[c] = err
+			continue
+		}
+		t.Logf("build %s: ok in %s", c, time.Since(start).Round(time.Second))
+	}
+	return errs
+}
+
+func (s *suite) target(t *testing.T, name string) (*target, error) {
+	switch name {
+	case "stock":
+		dir := filepath.Join(s.root, "compat", "stock-server")
+		start := time.Now()
+		if err := runBuild(filepath.Join(dir, "build.sh"), filepath.Join(s.out, "build-stock-server.log"), 15*time.Minute); err != nil {
+			return nil, err
+		}
+		t.Logf("build stock-server: ok in %s", time.Since(start).Round(time.Second))
+		return &target{
+			name: "stock",
+			argv: func(port int) []string { return []string{"bash", filepath.Join(dir, "run.sh")} },
+			env:  func(port int) []string { return []string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=localhost"} },
+			notes: map[string]string{
+				"h basic auth": "the stock server has no Spring Security in this build",
+			},
+		}, nil
+	case "goreka":
+		bin := filepath.Join(s.out, "goreka")
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/goreka")
+		cmd.Dir = s.root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build ./cmd/goreka: %v\n%s", err, b)
+		}
+		t.Logf("build goreka: ok in %s", time.Since(start).Round(time.Second))
+		extra := strings.Fields(os.Getenv("COMPAT_GOREKA_ARGS"))
+		return &target{
+			name: "goreka",
+			argv: func(port int) []string {
+				return append(append([]string{bin, "--server.port=" + strconv.Itoa(port)}, shortTimings...), extra...)
+			},
+			env: func(int) []string { return nil },
+			// authArgs: hook for goreka's basic auth, e.g.
+			// func(u, p string) []string { return []string{"--goreka.security.user=" + u, ...} }
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown target %q", name)
+}
+
+// server is the running server under test; it keeps its port across restarts so the proxies stay valid.
+type server struct {
+	tg   *target
+	port int
+	p    *proc
+	log  string
+	api  eurekaAPI
+	args []string
+}
+
+func (s *suite) startServer(srv *server) error {
+	argv := append(srv.tg.argv(srv.port), srv.args...)
+	p, err := s.ps.start("server-"+srv.tg.name, srv.log, s.root, srv.tg.env(srv.port), argv...)
+	if err != nil {
+		return err
+	}
+	srv.p = p
+	err = waitFor(120*time.Second, srv.tg.name+" server answers GET apps/", func() (bool, string) {
+		if p.exited() {
+			return true, ""
+		}
+		code, _, err := srv.api.do(http.MethodGet, "apps/", nil, "application/json")
+		if err != nil {
+			return false, err.Error()
+		}
+		return code == http.StatusOK, strconv.Itoa(code)
+	})
+	if err == nil && p.exited() {
+		err = fmt.Errorf("%s server exited at start-up: %v", srv.tg.name, p.err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\n--- %s (tail)\n%s", err, srv.log, tail(srv.log, 40))
+	}
+	return nil
+}
+
+// runTarget runs every scenario of every client against one server.
+func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr map[string]error) ([]*clientRun, map[string]string) {
+	runs := make([]*clientRun, len(clients))
+	for i, c := range clients {
+		runs[i] = &clientRun{client: c, results: map[string]result{}}
+	}
+	failAll := func(r *clientRun, msg string) {
+		for _, sc := range scenarioNames {
+			if _, done := r.results[sc]; !done {
+				r.results[sc] = result{fail, msg}
+			}
+		}
+	}
+	tg, err := s.target(t, name)
+	if err != nil {
+		t.Logf("target %s: %v", name, err)
+		for _, r := range runs {
+			failAll(r, "server build failed")
+		}
+		return runs, nil
+	}
+	outDir := filepath.Join(s.out, name)
+	_ = os.RemoveAll(outDir)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, pass, useAuth := strings.Cut(s.auth, ":")
+	useAuth = useAuth && tg.authArgs != nil
+	srv := &server{tg: tg, port: port, log: filepath.Join(outDir, "server.log"),
+		api: eurekaAPI{base: fmt.Sprintf("http://127.0.0.1:%d/eureka/", port)}}
+	auth := ""
+	if useAuth {
+		srv.args = tg.authArgs(user, pass)
+		srv.api.auth = s.auth
+		auth = s.auth
+	}
+	start := time.Now()
+	if err := s.startServer(srv); err != nil {
+		t.Logf("target %s: %v", name, err)
+		for _, r := range runs {
+			failAll(r, "server did not start")
+		}
+		return runs, tg.notes
+	}
+	t.Logf("%s server up on %d in %s", name, port, time.Since(start).Round(100*time.Millisecond))
+	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+
+	// Phase 1: start every agent of every client at once (JVM start-up dominates), then run a-e and g.
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		if err := buildErr[r.client]; err != nil {
+			failAll(r, "agent build failed")
+			continue
+		}
+		r.api = srv.api
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					failAll(r, fmt.Sprint("panic: ", p))
+				}
+			}()
+			s.runClient(t, r, outDir, target, auth, srv)
+		})
+	}
+	wg.Wait()
+
+	// Phase 2 (f): restart the server once for everybody; its registry starts empty.
+	live := []*clientRun{}
+	for _, r := range runs {
+		if r.a != nil && !r.a.p.exited() {
+			live = append(live, r)
+		} else if _, done := r.results["f server restart"]; !done {
+			r.results["f server restart"] = result{fail, "agent a not running"}
+		}
+	}
+	before := map[*clientRun]map[string]int{}
+	for _, r := range live {
+		before[r] = r.a.proxy.Snapshot()
+	}
+	t.Logf("%s: restarting the server", name)
+	_ = srv.p.stop(syscall.SIGTERM, 20*time.Second)
+	time.Sleep(2 * time.Second) // let every client see the server gone
+	if err := s.startServer(srv); err != nil {
+		for _, r := range live {
+			r.results["f server restart"] = result{fail, "server did not restart: " + err.Error()}
+		}
+	} else {
+		for _, r := range live {
+			wg.Go(func() {
+				d, err := r.restartCheck(before[r])
+				r.set("f server restart", err, d)
+				if err != nil {
+					s.dumpLogs(t, r, srv, "f server restart", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	// (h) basic auth in defaultZone: only when COMPAT_AUTH is set and the server can require it.
+	for _, r := range runs {
+		if _, done := r.results["h basic auth"]; done {
+			continue
+		}
+		switch {
+		case !useAuth:
+			r.results["h basic auth"] = result{skip, "set COMPAT_AUTH=user:pass on a target with authArgs"}
+		case r.a == nil || r.a.p.exited():
+			r.results["h basic auth"] = result{fail, "agent a not running"}
+		default:
+			d, err := r.authCheck()
+			r.set("h basic auth", err, d)
+		}
+	}
+
+	// Stop the agents gracefully, then the server.
+	for _, r := range runs {
+		for _, a := range r.agents() {
+			wg.Go(func() {
+				_ = a.p.stop(syscall.SIGTERM, 15*time.Second)
+				a.proxy.Close()
+			})
+		}
+	}
+	wg.Wait()
+	_ = srv.p.stop(syscall.SIGTERM, 20*time.Second)
+	t.Logf("%s: done in %s", name, time.Since(start).Round(time.Second))
+	return runs, tg.notes
+}
+
+// runClient starts three agents of one client kind and runs scenarios a, g, b, c, d, e in that order.
+func (s *suite) runClient(t *testing.T, r *clientRun, outDir string, target *url.URL, auth string, srv *server) {
+	agentsDir := filepath.Join(s.root, "compat", "agents")
+	var err error
+	for _, spec := range []struct {
+		dst  **agent
+		role string
+	}{{&r.a, "a"}, {&r.b, "b"}, {&r.c, "c"}} {
+		*spec.dst, err = startAgent(s.ps, agentsDir, outDir, r.client, r.client+"-"+spec.role, target, auth, "compat="+spec.role+",zone=z1")
+		if err != nil {
+			r.set("a register+heartbeat", fmt.Errorf("starting agent: %w", err), "")
+			return
+		}
+	}
+	start := time.Now()
+	for _, a := range r.agents() {
+		err := waitFor(180*time.Second, a.app+" GET /health is 200", func() (bool, string) {
+			if a.p.exited() {
+				return true, "exited"
+			}
+			code, body := a.get("/health")
+			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		})
+		if err == nil && a.p.exited() {
+			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.err)
+		}
+		if err != nil {
+			r.set("a register+heartbeat", err, "")
+			s.dumpLogs(t, r, srv, "start-up", err)
+			for _, sc := range scenarioNames {
+				if _, done := r.results[sc]; !done {
+					r.results[sc] = result{fail, "agents did not start"}
+				}
+			}
+			return
+		}
+	}
+	t.Logf("%s: agents healthy after %s", r.client, time.Since(start).Round(100*time.Millisecond))
+	for _, sc := range []struct {
+		name string
+		run  func() (string, error)
+	}{
+		{"a register+heartbeat", r.scenarioRegister},
+		{"g metadata", r.scenarioMetadata},
+		{"b delta", r.scenarioDelta},
+		{"c status override", r.scenarioOverride},
+		{"d SIGTERM cancel", r.scenarioSigterm},
+		{"e kill -9 evict", r.scenarioKill},
+	} {
+		scStart := time.Now()
+		d, err := sc.run()
+		r.set(sc.name, err, d)
+		if err != nil {
+			s.dumpLogs(t, r, srv, sc.name, err)
+		} else {
+			t.Logf("%s / %s: pass in %s %s", r.client, sc.name, time.Since(scStart).Round(100*time.Millisecond), d)
+		}
+	}
+}
+
+// dumpLogs prints the tails of the logs that matter for a failure.
+func (s *suite) dumpLogs(t *testing.T, r *clientRun, srv *server, scenario string, err error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "FAIL %s / %s: %v\n", r.client, scenario, err)
+	fmt.Fprintf(&b, "--- %s (tail)\n%s\n", srv.log, tail(srv.log, 25))
+	for _, a := range r.agents() {
+		fmt.Fprintf(&b, "--- %s (tail)\n%s\n", a.p.log, tail(a.p.log, 25))
+		fmt.Fprintf(&b, "--- requests of %s through its proxy (last 30)\n%s\n", a.app, a.proxy.Recent())
+	}
+	t.Log(b.String())
+}
+
+// renderTable renders client x scenario as a markdown table, then the details.
+func renderTable(target string, clients []string, runs []*clientRun, notes map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## target: %s\n\n| client |", target)
+	for _, sc := range scenarioNames {
+		fmt.Fprintf(&b, " %s |", sc)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(scenarioNames)) + "\n")
+	var details []string
+	for i, c := range clients {
+		fmt.Fprintf(&b, "| %s |", c)
+		for _, sc := range scenarioNames {
+			res, ok := runs[i].results[sc]
+			cell := "fail"
+			switch {
+			case !ok:
+				cell, res = "FAIL", result{fail, "not run"}
+			case res.outcome == pass:
+				cell = "pass"
+			case res.outcome == skip:
+				cell = "skip"
+			default:
+				cell = "FAIL"
+			}
+			if notes[sc] != "" {
+				cell += " *"
+			}
+			fmt.Fprintf(&b, " %s |", cell)
+			if res.detail != "" {
+				d := res.detail
+				if res.outcome == fail {
+					d = strings.SplitN(d, "\n", 2)[0]
+				}
+				details = append(details, fmt.Sprintf("- %s / %s: %s", c, sc, d))
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nNotes (* where this server legitimately differs):\n")
+		for _, sc := range scenarioNames {
+			if n := notes[sc]; n != "" {
+				fmt.Fprintf(&b, "- %s: %s\n", sc, n)
+			}
+		}
+	}
+	if len(details) > 0 {
+		b.WriteString("\nDetails:\n" + strings.Join(details, "\n") + "\n")
+	}
+	return b.String()
+}
