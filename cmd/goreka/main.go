@@ -1,0 +1,69 @@
+// Command goreka runs a Eureka-compatible service registry. It takes its
+// configuration the way a Spring Boot Eureka server does: --name=value
+// arguments, environment variables and application.yml; see --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/goreka/goreka/cmd/goreka/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		if a == "--help" || a == "-h" {
+			fmt.Fprint(stdout, config.Usage())
+			return 0
+		}
+	}
+	wd, _ := os.Getwd()
+	cfg, err := config.Load(args, environ, wd)
+	if err != nil {
+		fmt.Fprintf(stderr, "goreka: invalid configuration: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 2
+	}
+	if cfg.Goreka.PrintConfig {
+		fmt.Fprint(stdout, cfg.Render())
+		return 0
+	}
+	log := newLogger(cfg, stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration: " + w)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		fmt.Fprintf(stderr, "goreka: cannot listen on %s: %v\n", cfg.Addr(), errors.Unwrap(err))
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := newApp(cfg, log, time.Now).run(ctx, ln); err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.Logging.Goreka}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.Goreka.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h)
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// NewLoader returns the response cache's loader for reg: it encodes the
+// registry view a key names. An unknown application is "not found" (cached,
+// answered 404).
+func NewLoader(reg *registry.Registry) cache.Loader {
+	return func(k cache.Key) ([]byte, bool, error) { return load(reg, k) }
+}
+
+func load(reg *registry.Registry, k cache.Key) ([]byte, bool, error) {
+	f := compat.XML
+	if k.JSON {
+		f = compat.JSON
+	}
+	switch k.Entity {
+	case cache.VIP, cache.SVIP:
+		return compat.AppendApplications(nil, f, k.Compact, reg.VIP(k.Name, k.Entity == cache.SVIP)), true, nil
+	}
+	switch k.Name {
+	case cache.AllApps:
+		return compat.AppendApplications(nil, f, k.Compact, reg.Applications()), true, nil
+	case cache.AllAppsDelta:
+		return compat.AppendApplications(nil, f, k.Compact, reg.Delta()), true, nil
+	}
+	app, ok := reg.Application(k.Name)
+	if !ok {
+		return nil, false, nil
+	}
+	return compat.AppendApplication(nil, f, k.Compact, &app), true, nil
+}
+
+func (s *Server) allowed(c *gin.Context) bool {
+	if s.gate != nil && !s.gate.AllowAccess() {
+		c.Status(http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// serveCached answers a cacheable read: JSON iff Accept contains "json",
+// compact on X-Eureka-Accept: compact, gzip bytes when the client accepts
+// gzip, 304 on a matching If-None-Match.
+func (s *Server) serveCached(c *gin.Context, e cache.Entity, name string) {
+	r := c.Request
+	f := compat.FormatFromAccept(r.Header.Get("Accept"))
+	k := cache.Key{Entity: e, Name: name, JSON: f == compat.JSON, Compact: compat.CompactFromHeader(r.Header.Get("X-Eureka-Accept"))}
+	v, err := s.cache.Get(k)
+	if err != nil {
+		s.log.Error("encoding registry response", "key", k.String(), "err", err)
+		c.Status(http.StatusInternalServerError)
+		return
+	}
+	if v.NotFound {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	h := c.Writer.Header()
+	h["Content-Type"] = []string{f.ContentType()}
+	if v.ETag != "" {
+		h["Etag"] = []string{v.ETag}
+		if inm := r.Header.Get("If-None-Match"); inm != "" && v.NotModified(inm) {
+			c.Status(http.StatusNotModified)
+			return
+		}
+	}
+	body := v.Plain
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		h["Content-Encoding"] = []string{"gzip"}
+		body = v.Gzip
+	}
+	h["Vary"] = []string{"Accept, Accept-Encoding, X-Eureka-Accept"}
+	c.Status(http.StatusOK)
+	if r.Method != http.MethodHead {
+		c.Writer.Write(body)
+	}
+}
+
+func acceptsGzip(ae string) bool { return strings.Contains(ae, "gzip") }
+
+func (s *Server) getApps(c *gin.Context) {
+	if s.allowed(c) {
+		s.serveCached(c, cache.Application, cache.AllApps)
+	}
+}
+
+func (s *Server) getDelta(c *gin.Context) {
+	if s.cfg.DisableDelta {
+		c.Status(http.StatusForbidden)
+		return
+	}
+	if s.allowed(c) {
+		s.serveCached(c, cache.Application, cache.AllAppsDelta)
+	}
+}
+
+func (s *Server) getApp(c *gin.Context) {
+	if s.allowed(c) {
+		s.serveCached(c, cache.Application, strings.ToUpper(c.Param("app")))
+	}
+}
+
+func (s *Server) getVIP(c *gin.Context) {
+	if s.allowed(c) {
+		s.serveCached(c, cache.VIP, c.Param("vip"))
+	}
+}
+
+func (s *Server) getSVIP(c *gin.Context) {
+	if s.allowed(c) {
+		s.serveCached(c, cache.SVIP, c.Param("vip"))
+	}
+}
+
+// visible hides a lease that has expired but not yet been evicted while
+// lease expiration is enabled (getInstanceByAppAndId).
+func (s *Server) visible(v registry.LeaseView) bool {
+	if s.expiry != nil && s.expiry.LeaseExpirationEnabled() && v.IsExpired(s.now(), 0) {
+		return false
+	}
+	return true
+}
+
+func (s *Server) writeInstance(c *gin.Context, status int, v registry.LeaseView) {
+	f := compat.FormatFromAccept(c.GetHeader("Accept"))
+	c.Data(status, f.ContentType(), compat.AppendInstance(nil, f, &v))
+}
+
+func (s *Server) getInstance(c *gin.Context) {
+	v, ok := s.reg.Get(c.Param("app"), c.Param("id"))
+	if !ok || !s.visible(v) {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	s.writeInstance(c, http.StatusOK, v)
+}
+
+func (s *Server) getInstanceByID(c *gin.Context) {
+	v, ok := s.reg.GetByID(c.Param("id"))
+	if !ok || !s.visible(v) {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	s.writeInstance(c, http.StatusOK, v)
+}
+
+func (s *Server) statusOverrides(c *gin.Context) {
+	m := s.reg.StatusOverrides()
+	out := make(map[string]string, len(m))
+	for id, st := range m {
+		out[id] = string(st)
+	}
+	c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,167 @@
+// Package server serves Eureka's REST API (and goreka's operator pages) over
+// HTTP with gin. Handlers are thin: they read the request, call the registry
+// or the response cache, and write exactly what a Java Eureka server writes.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/registry"
+)
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// Config holds the HTTP-facing settings.
+type Config struct {
+	// DisableDelta answers 403 to delta fetches (eureka.server.disable-delta).
+	DisableDelta bool
+	// MaxBodyBytes caps a registration body (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes caps a replication batch body (default 32 MiB).
+	MaxBatchBodyBytes int64
+	// IgnoreDirtyTimestamps mirrors eureka.server.sync-when-timestamp-differs=false.
+	IgnoreDirtyTimestamps bool
+}
+
+// Gate decides whether registry reads are served yet (Eureka's
+// shouldAllowAccess, answering 403 while false).
+type Gate interface{ AllowAccess() bool }
+
+// Expiry tells whether lease expiration is enabled, so that single-instance
+// reads hide expired leases as Eureka does.
+type Expiry interface{ LeaseExpirationEnabled() bool }
+
+// Deps are the collaborators of a Server. Registry is required.
+type Deps struct {
+	Registry *registry.Registry
+	// Cache serves registry reads; nil builds one with Eureka's defaults
+	// around NewLoader(Registry).
+	Cache  *cache.Cache
+	Gate   Gate
+	Expiry Expiry
+	// Status supplies GET /eureka/status.
+	Status StatusSource
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Server is the Eureka REST API.
+type Server struct {
+	cfg    Config
+	reg    *registry.Registry
+	cache  *cache.Cache
+	gate   Gate
+	expiry Expiry
+	status StatusSource
+	log    *slog.Logger
+	now    func() time.Time
+	engine *gin.Engine
+}
+
+// New builds a Server and its routes.
+func New(cfg Config, d Deps) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxBatchBodyBytes <= 0 {
+		cfg.MaxBatchBodyBytes = 32 << 20
+	}
+	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.cache == nil {
+		s.cache = cache.New(cache.DefaultConfig(), NewLoader(s.reg))
+	}
+	s.engine = gin.New()
+	s.engine.HandleMethodNotAllowed = true
+	s.engine.RedirectTrailingSlash = false
+	s.engine.RedirectFixedPath = false
+	s.engine.Use(s.recover)
+	s.routes()
+	return s
+}
+
+// Engine exposes the gin engine so that other parts of the server package
+// (dashboard, health, metrics) can add routes.
+func (s *Server) Engine() *gin.Engine { return s.engine }
+
+// Cache returns the response cache the server reads through.
+func (s *Server) Cache() *cache.Cache { return s.cache }
+
+// ServeHTTP normalises the path the way Eureka's deployments accept it, then
+// routes: /eureka/v2/X and /v2/X are /eureka/X, and a trailing slash is
+// optional (clients fetch "apps/" and peers post "peerreplication/batch/").
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := normalizePath(r.URL.Path); p != r.URL.Path {
+		r.URL.Path = p
+		r.URL.RawPath = ""
+	}
+	s.engine.ServeHTTP(w, r)
+}
+
+func normalizePath(p string) string {
+	if len(p) > 1 && strings.HasSuffix(p, "/") {
+		p = strings.TrimRight(p, "/")
+		if p == "" {
+			p = "/"
+		}
+	}
+	switch {
+	case strings.HasPrefix(p, "/eureka/v2/") || p == "/eureka/v2":
+		p = "/eureka" + p[len("/eureka/v2"):]
+	case strings.HasPrefix(p, "/v2/"):
+		p = "/eureka" + p[len("/v2"):]
+	}
+	return p
+}
+
+func (s *Server) routes() {
+	e := s.engine
+	g := e.Group("/eureka")
+	g.GET("/apps", s.getApps)
+	g.GET("/apps/delta", s.getDelta)
+	g.GET("/apps/:app", s.getApp)
+	g.POST("/apps/:app", s.register)
+	g.GET("/apps/:app/:id", s.getInstance)
+	g.PUT("/apps/:app/:id", s.renew)
+	g.DELETE("/apps/:app/:id", s.cancel)
+	g.PUT("/apps/:app/:id/status", s.statusUpdate)
+	g.DELETE("/apps/:app/:id/status", s.deleteStatusOverride)
+	g.PUT("/apps/:app/:id/metadata", s.updateMetadata)
+	g.GET("/instances/:id", s.getInstanceByID)
+	g.GET("/vips/:vip", s.getVIP)
+	g.GET("/svips/:vip", s.getSVIP)
+	g.PUT("/asg/:asg/status", s.asgStatus)
+	g.POST("/peerreplication/batch", s.batch)
+	g.GET("/status", s.getStatus)
+	g.GET("/serverinfo/statusoverrides", s.statusOverrides)
+	e.GET("/serverinfo/statusoverrides", s.statusOverrides)
+}
+
+// recover turns a panic in a handler into a logged 500 with no body.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", c.Request.Method, "path", c.Request.URL.Path, "err", v)
+			c.AbortWithStatus(http.StatusInternalServerError)
+		}
+	}()
+	c.Next()
+}
+
+func isReplication(c *gin.Context) bool {
+	return c.GetHeader("x-netflix-discovery-replication") == "true"
+}

@@ -1,0 +1,301 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// badRequest answers 400 with a plain-text reason, as Eureka's validation
+// does (clients never parse it; operators read it).
+func badRequest(c *gin.Context, format string, args ...any) {
+	c.Data(http.StatusBadRequest, "text/plain; charset=UTF-8", []byte(fmt.Sprintf(format, args...)))
+}
+
+// errBodyTooLarge is returned by readBody past the configured limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody reads a request body within limit, gunzipping it when the sender
+// used Content-Encoding: gzip (peers with enable-replicated-request-compression).
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip") {
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, fmt.Errorf("bad gzip body: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	}
+	body, err := io.ReadAll(io.LimitReader(src, limit+1))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || int64(len(body)) > limit {
+		return nil, errBodyTooLarge
+	}
+	return body, err
+}
+
+// bodyFormat picks the decoder from Content-Type like Jersey's provider:
+// a json subtype is JSON, any other application/* or text/xml subtype is XML;
+// a missing type is sniffed from the first byte. Other types and charsets
+// other than UTF-8 / ISO-8859-1 are refused (415).
+func bodyFormat(contentType string, body []byte) (compat.Format, error) {
+	if strings.TrimSpace(contentType) == "" {
+		if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '<' {
+			return compat.XML, nil
+		}
+		return compat.JSON, nil
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return 0, fmt.Errorf("unsupported content type %q", contentType)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "iso-8859-1") {
+		return 0, fmt.Errorf("unsupported charset %q", cs)
+	}
+	typ, sub, _ := strings.Cut(mt, "/")
+	switch {
+	case strings.Contains(sub, "json"):
+		return compat.JSON, nil
+	case typ == "application" || typ == "*" || (typ == "text" && sub == "xml"):
+		return compat.XML, nil
+	}
+	return 0, fmt.Errorf("unsupported content type %q: send application/json or application/xml", mt)
+}
+
+// decodeError answers an unparseable body the way Eureka's provider does,
+// with the reason appended for operators.
+func decodeError(c *gin.Context, f compat.Format, err error) {
+	msg := "cannot parse request body"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	if f == compat.XML {
+		var b bytes.Buffer
+		b.WriteString("<error><message>")
+		xmlEscape(&b, msg)
+		b.WriteString("</message></error>")
+		c.Data(http.StatusBadRequest, compat.ContentTypeXML, b.Bytes())
+		return
+	}
+	c.Data(http.StatusBadRequest, compat.ContentTypeJSON, fmt.Appendf(nil, `{"error":%q}`, msg))
+}
+
+func xmlEscape(b *bytes.Buffer, s string) {
+	for _, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+}
+
+// readInstanceBody reads and decodes a registration body, answering the
+// error itself; ok is false when it did.
+func (s *Server) readInstanceBody(c *gin.Context) (*registry.Instance, bool) {
+	body, err := readBody(c.Request, s.cfg.MaxBodyBytes)
+	if errors.Is(err, errBodyTooLarge) {
+		c.Data(http.StatusRequestEntityTooLarge, "text/plain; charset=UTF-8", fmt.Appendf(nil, "request body larger than %d bytes", s.cfg.MaxBodyBytes))
+		return nil, false
+	}
+	if err != nil {
+		badRequest(c, "cannot read request body: %v", err)
+		return nil, false
+	}
+	f, err := bodyFormat(c.GetHeader("Content-Type"), body)
+	if err != nil {
+		c.Data(http.StatusUnsupportedMediaType, "text/plain; charset=UTF-8", []byte(err.Error()))
+		return nil, false
+	}
+	in, err := compat.DecodeInstance(body, f)
+	if err != nil {
+		decodeError(c, f, err)
+		return nil, false
+	}
+	return in, true
+}
+
+// register is POST /eureka/apps/{app}: 204 with no body on success (the Java
+// client counts only 204 as a successful registration).
+func (s *Server) register(c *gin.Context) {
+	pathApp := c.Param("app")
+	if strings.EqualFold(pathApp, "delta") {
+		c.Status(http.StatusMethodNotAllowed)
+		return
+	}
+	in, ok := s.readInstanceBody(c)
+	if !ok {
+		return
+	}
+	if err := in.Validate(pathApp); err != nil {
+		badRequest(c, "%s", err.Error())
+		return
+	}
+	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
+		badRequest(c, "%s", err.Error())
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// parseMillis reads an optional epoch-millis query parameter.
+func parseMillis(c *gin.Context, name string) (time.Time, bool) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, true
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		badRequest(c, "invalid %s %q: expected epoch milliseconds", name, v)
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
+// parseStatus reads a status query parameter, exact upper case like
+// InstanceStatus.valueOf (Eureka answers 500; a caller's mistake is a 400).
+func parseStatus(c *gin.Context, name string, required bool) (registry.Status, bool) {
+	v, present := c.GetQuery(name)
+	if !present || v == "" {
+		if required {
+			badRequest(c, "missing %s: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", name)
+			return "", false
+		}
+		return "", true
+	}
+	st, ok := registry.ParseStatus(v)
+	if !ok {
+		badRequest(c, "invalid %s %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", name, v)
+		return "", false
+	}
+	return st, true
+}
+
+// renew is PUT /eureka/apps/{app}/{id}: 200, 404 (re-register) or, for a
+// peer whose copy is older, 409 with ours. 200 and 404 carry no body.
+func (s *Server) renew(c *gin.Context) {
+	dirty, ok := parseMillis(c, "lastDirtyTimestamp")
+	if !ok {
+		return
+	}
+	override, ok := parseStatus(c, "overriddenstatus", false)
+	if !ok {
+		return
+	}
+	if s.cfg.IgnoreDirtyTimestamps {
+		dirty = time.Time{}
+	}
+	res, v := s.reg.Renew(registry.RenewRequest{
+		App: c.Param("app"), ID: c.Param("id"), Replication: isReplication(c),
+		LastDirtyTimestamp: dirty, OverriddenStatus: override,
+	})
+	if res == registry.RenewConflict {
+		s.writeInstance(c, http.StatusConflict, v)
+		return
+	}
+	c.Status(int(res))
+}
+
+// cancel is DELETE /eureka/apps/{app}/{id}: 200 or 404, no body.
+func (s *Server) cancel(c *gin.Context) {
+	if err := s.reg.Cancel(c.Param("app"), c.Param("id"), isReplication(c)); err != nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+// exists answers 404 unless the addressed instance is registered and visible.
+func (s *Server) exists(c *gin.Context) bool {
+	v, ok := s.reg.Get(c.Param("app"), c.Param("id"))
+	if !ok || !s.visible(v) {
+		c.Status(http.StatusNotFound)
+		return false
+	}
+	return true
+}
+
+// statusUpdate is PUT /eureka/apps/{app}/{id}/status?value=S.
+func (s *Server) statusUpdate(c *gin.Context) {
+	if !s.exists(c) {
+		return
+	}
+	st, ok := parseStatus(c, "value", true)
+	if !ok {
+		return
+	}
+	dirty, ok := parseMillis(c, "lastDirtyTimestamp")
+	if !ok {
+		return
+	}
+	if err := s.reg.StatusUpdate(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)); err != nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+// deleteStatusOverride is DELETE /eureka/apps/{app}/{id}/status[?value=S].
+func (s *Server) deleteStatusOverride(c *gin.Context) {
+	if !s.exists(c) {
+		return
+	}
+	st, ok := parseStatus(c, "value", false)
+	if !ok {
+		return
+	}
+	dirty, ok := parseMillis(c, "lastDirtyTimestamp")
+	if !ok {
+		return
+	}
+	if err := s.reg.DeleteStatusOverride(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)); err != nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+// updateMetadata is PUT /eureka/apps/{app}/{id}/metadata?k=v...: merged into
+// the instance and re-registered (first value of a repeated key wins).
+func (s *Server) updateMetadata(c *gin.Context) {
+	if !s.exists(c) {
+		return
+	}
+	q := c.Request.URL.Query()
+	kv := make(map[string]string, len(q))
+	for k, vs := range q {
+		if k == "" {
+			badRequest(c, "empty metadata key")
+			return
+		}
+		kv[k] = vs[0]
+	}
+	if _, err := s.reg.UpdateMetadata(c.Param("app"), c.Param("id"), kv); err != nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+// asgStatus answers as a Eureka server outside AWS does: ASGs are unknown.
+func (s *Server) asgStatus(c *gin.Context) {
+	badRequest(c, "ASG status is only supported by a Eureka server running on AWS")
+}
