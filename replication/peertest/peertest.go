@@ -1,0 +1,258 @@
+// Package peertest provides a fake Eureka peer for tests: an httptest.Server
+// backed by a real registry.Registry that serves the endpoints a peer uses
+// (the replication batch, the full registry, register, heartbeat, cancel)
+// under /eureka/, records what it received, and can be told to fail.
+package peertest
+
+import (
+	"compress/gzip"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// Request is one request the peer received.
+type Request struct {
+	Method, Path, RawQuery string
+	Header                 http.Header
+}
+
+// Responder decides the answer to one batch item; ok false means "apply it
+// to the registry as a Eureka server would".
+type Responder func(compat.ReplicationItem) (resp compat.ReplicationResponse, ok bool)
+
+// Peer is a fake Eureka server.
+type Peer struct {
+	Server *httptest.Server
+	reg    *registry.Registry
+
+	mu          sync.Mutex
+	requests    []Request
+	batches     [][]compat.ReplicationItem
+	batchStatus int
+	garbage     bool
+	respond     Responder
+	user, pass  string
+}
+
+// New starts a fake peer with an empty registry and closes it at the end of
+// the test.
+func New(t testing.TB) *Peer {
+	p := &Peer{reg: registry.New(registry.Options{})}
+	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.Server.Close)
+	return p
+}
+
+// ServiceURL is the peer's service URL, http://127.0.0.1:port/eureka/.
+func (p *Peer) ServiceURL() string { return p.Server.URL + "/eureka/" }
+
+// Registry is the peer's registry.
+func (p *Peer) Registry() *registry.Registry { return p.reg }
+
+// RequireBasicAuth makes every request without these credentials answer 401.
+func (p *Peer) RequireBasicAuth(user, pass string) {
+	p.mu.Lock()
+	p.user, p.pass = user, pass
+	p.mu.Unlock()
+}
+
+// SetBatchStatus makes batch requests answer status with no body (0 restores
+// normal answers).
+func (p *Peer) SetBatchStatus(status int) {
+	p.mu.Lock()
+	p.batchStatus = status
+	p.mu.Unlock()
+}
+
+// SetGarbage makes batch requests answer 200 with a body that is not a
+// response list.
+func (p *Peer) SetGarbage(on bool) {
+	p.mu.Lock()
+	p.garbage = on
+	p.mu.Unlock()
+}
+
+// SetResponder overrides the answers to batch items (nil restores them).
+func (p *Peer) SetResponder(r Responder) {
+	p.mu.Lock()
+	p.respond = r
+	p.mu.Unlock()
+}
+
+// Requests returns the requests received so far.
+func (p *Peer) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.requests...)
+}
+
+// Batches returns the decoded batches received so far, including those it
+// answered with a failure.
+func (p *Peer) Batches() [][]compat.ReplicationItem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]compat.ReplicationItem(nil), p.batches...)
+}
+
+// Items returns every batch item received so far, in order.
+func (p *Peer) Items() []compat.ReplicationItem {
+	var out []compat.ReplicationItem
+	for _, b := range p.Batches() {
+		out = append(out, b...)
+	}
+	return out
+}
+
+func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()})
+	user, pass := p.user, p.pass
+	p.mu.Unlock()
+	if user != "" {
+		want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+		if r.Header.Get("Authorization") != want {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+	}
+	path, ok := strings.CutPrefix(r.URL.Path, "/eureka/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	path = strings.TrimSuffix(path, "/")
+	parts := strings.Split(path, "/")
+	switch {
+	case path == "peerreplication/batch" && r.Method == http.MethodPost:
+		p.batch(w, r)
+	case path == "apps" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", compat.ContentTypeJSON)
+		w.Write(compat.AppendApplications(nil, compat.JSON, false, p.reg.Applications()))
+	case len(parts) == 2 && parts[0] == "apps" && r.Method == http.MethodPost:
+		body, err := readBody(r)
+		in, derr := compat.DecodeInstance(body, compat.JSON)
+		if err != nil || derr != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if _, err := p.reg.Register(in, r.Header.Get("X-Netflix-Discovery-Replication") == "true"); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodPut:
+		req := registry.RenewRequest{App: parts[1], ID: parts[2]}
+		if s := r.URL.Query().Get("lastDirtyTimestamp"); s != "" {
+			ms, _ := strconv.ParseInt(s, 10, 64)
+			req.LastDirtyTimestamp = time.UnixMilli(ms)
+		}
+		res, _ := p.reg.Renew(req)
+		w.WriteHeader(int(res))
+	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodDelete:
+		if err := p.reg.Cancel(parts[1], parts[2], false); err != nil {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	var rd io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		rd = zr
+	}
+	return io.ReadAll(rd)
+}
+
+func (p *Peer) batch(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	items, err := compat.DecodeReplicationList(body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	p.batches = append(p.batches, items)
+	status, garbage, respond := p.batchStatus, p.garbage, p.respond
+	p.mu.Unlock()
+	if status != 0 {
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Type", compat.ContentTypeJSON)
+	if garbage {
+		w.Write([]byte(`<html>not a response list</html>`))
+		return
+	}
+	rs := make([]compat.ReplicationResponse, len(items))
+	for i, it := range items {
+		if respond != nil {
+			if resp, ok := respond(it); ok {
+				rs[i] = resp
+				continue
+			}
+		}
+		rs[i] = p.apply(it)
+	}
+	w.Write(compat.AppendReplicationResponses(nil, rs))
+}
+
+// apply processes one item as a replication, as PeerReplicationResource does.
+func (p *Peer) apply(it compat.ReplicationItem) compat.ReplicationResponse {
+	var dirty time.Time
+	if it.HasLastDirty {
+		dirty = time.UnixMilli(it.LastDirtyTimestamp)
+	}
+	code := func(err error) compat.ReplicationResponse {
+		if err != nil {
+			return compat.ReplicationResponse{StatusCode: http.StatusNotFound}
+		}
+		return compat.ReplicationResponse{StatusCode: http.StatusOK}
+	}
+	switch it.Action {
+	case compat.ActionRegister:
+		if it.Instance == nil || it.Instance.Instance == nil {
+			return compat.ReplicationResponse{StatusCode: http.StatusInternalServerError}
+		}
+		in := it.Instance.Instance.Clone()
+		in.LeaseInfo = registry.LeaseInfo{RenewalInterval: it.Instance.RenewalInterval, Duration: it.Instance.Duration}
+		p.reg.Register(in, true)
+		return compat.ReplicationResponse{StatusCode: http.StatusOK}
+	case compat.ActionHeartbeat:
+		res, v := p.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, Replication: true,
+			LastDirtyTimestamp: dirty, OverriddenStatus: registry.Status(it.OverriddenStatus)})
+		resp := compat.ReplicationResponse{StatusCode: int(res)}
+		if res == registry.RenewConflict {
+			resp.Entity = &v
+		}
+		return resp
+	case compat.ActionCancel:
+		return code(p.reg.Cancel(it.AppName, it.ID, true))
+	case compat.ActionStatusUpdate:
+		return code(p.reg.StatusUpdate(it.AppName, it.ID, registry.Status(it.Status), dirty, true))
+	case compat.ActionDeleteStatusOverride:
+		return code(p.reg.DeleteStatusOverride(it.AppName, it.ID, registry.Status(it.Status), dirty, true))
+	}
+	return compat.ReplicationResponse{StatusCode: http.StatusInternalServerError}
+}

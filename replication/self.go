@@ -1,0 +1,215 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// DefaultAppName is spring.application.name when unset, as for Spring's
+// Eureka server.
+const DefaultAppName = "eureka-server"
+
+// Instance builds this server's own InstanceInfo as Spring's
+// EurekaInstanceConfigBean would: app = upper-cased application name,
+// instanceId hostName:appName:port unless set, vipAddress = the application
+// name, data center MyOwn, status UP, the given lease timings (eureka.instance.lease-*)
+// and metadata. now becomes its lastDirtyTimestamp. It returns an error when
+// the result is not registrable (no host name or IP address).
+func (s SelfInfo) Instance(lease registry.LeaseInfo, metadata map[string]string, now time.Time) (*registry.Instance, error) {
+	name := s.AppName
+	if name == "" {
+		name = DefaultAppName
+	}
+	id := s.InstanceID
+	if id == "" {
+		id = s.HostName + ":" + name + ":" + strconv.Itoa(s.Port)
+	}
+	scheme := "http"
+	if s.Secure {
+		scheme = "https"
+	}
+	base := scheme + "://" + net.JoinHostPort(s.HostName, strconv.Itoa(s.Port)) + "/"
+	in := &registry.Instance{
+		InstanceID:           id,
+		HostName:             s.HostName,
+		App:                  strings.ToUpper(name),
+		IPAddr:               s.IPAddr,
+		Status:               registry.StatusUp,
+		OverriddenStatus:     registry.StatusUnknown,
+		Port:                 registry.Port{Number: s.Port, Enabled: !s.Secure},
+		SecurePort:           registry.Port{Number: 443, Enabled: s.Secure},
+		CountryID:            1,
+		DataCenterInfo:       registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		LeaseInfo:            lease,
+		Metadata:             maps.Clone(metadata),
+		HomePageURL:          base,
+		StatusPageURL:        base + "actuator/info",
+		HealthCheckURL:       base + "actuator/health",
+		VIPAddress:           name,
+		SecureVIPAddress:     name,
+		LastDirtyTimestamp:   now,
+		LastUpdatedTimestamp: now,
+		ActionType:           registry.ActionAdded,
+	}
+	if s.Secure {
+		in.SecureHealthCheckURL = in.HealthCheckURL
+	}
+	if in.Metadata == nil {
+		in.Metadata = map[string]string{}
+	}
+	if err := in.Validate(""); err != nil {
+		return nil, fmt.Errorf("self-registration: %w", err)
+	}
+	return in, nil
+}
+
+// SelfRegistrar registers this server with each peer as an ordinary client
+// would (POST apps/{APP}, expect 204), heartbeats every renewal interval
+// (PUT apps/{APP}/{id}?status=UP&lastDirtyTimestamp=...), registers again on
+// a 404 and cancels on shutdown. Stock Spring peers list this server under
+// available-replicas only when it is registered under their application
+// name with hostName = the host of their URL for it. cmd runs it only when
+// eureka.client.register-with-eureka is true.
+type SelfRegistrar struct {
+	cfg   Config
+	http  *httpClient
+	inst  *registry.Instance
+	peers []Peer
+	log   *slog.Logger
+}
+
+// NewSelfRegistrar returns a registrar of self (see SelfInfo.Instance) with
+// peers; cfg supplies the timeouts, clock and logger.
+func NewSelfRegistrar(cfg Config, self *registry.Instance, peers []Peer) *SelfRegistrar {
+	cfg.fill()
+	return &SelfRegistrar{cfg: cfg, http: newHTTPClient(&cfg), inst: self, peers: peers,
+		log: cfg.Logger.With("component", "replication")}
+}
+
+func (s *SelfRegistrar) interval() time.Duration {
+	if d := s.inst.LeaseInfo.RenewalInterval; d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}
+
+// Run registers with every peer, heartbeats until ctx is done, then cancels
+// the registrations (bounded by the connect and read timeouts) and returns
+// nil. With no peers it returns at once.
+func (s *SelfRegistrar) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, p := range s.peers {
+		wg.Go(func() { s.runPeer(ctx, p) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *SelfRegistrar) runPeer(ctx context.Context, p Peer) {
+	log := s.log.With("peer", p.URL)
+	registered := false
+	var lastErr string
+	report := func(err error) {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg == lastErr {
+			return
+		}
+		if err != nil {
+			log.Warn("self-registration with peer failing", "err", err)
+		} else {
+			log.Info("registered with peer", "app", s.inst.App, "instance", s.inst.ID())
+		}
+		lastErr = msg
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if registered {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PeerNodeConnectTimeout+s.cfg.PeerNodeReadTimeout)
+				if err := s.cancel(cctx, &p); err != nil {
+					log.Warn("cancelling self-registration with peer", "err", err)
+				}
+				cancel()
+			}
+			return
+		case <-t.C:
+		}
+		var err error
+		if registered {
+			var found bool
+			found, err = s.heartbeat(ctx, &p)
+			if err == nil && !found {
+				registered = false
+			}
+		}
+		if err == nil && !registered {
+			err = s.register(ctx, &p)
+			registered = err == nil
+		}
+		if ctx.Err() == nil {
+			report(err)
+		}
+		t.Reset(s.interval())
+	}
+}
+
+func (s *SelfRegistrar) register(ctx context.Context, p *Peer) error {
+	v := &registry.LeaseView{Instance: s.inst, RenewalInterval: s.inst.LeaseInfo.RenewalInterval, Duration: s.inst.LeaseInfo.Duration}
+	body := compat.AppendInstance(nil, compat.JSON, v)
+	code, _, err := s.http.do(ctx, p, http.MethodPost, "apps/"+url.PathEscape(s.inst.App), body, false)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusNoContent {
+		return &StatusError{Code: code, URL: p.URL + "apps/" + s.inst.App}
+	}
+	return nil
+}
+
+// heartbeat renews; found is false when the peer answered 404.
+func (s *SelfRegistrar) heartbeat(ctx context.Context, p *Peer) (found bool, err error) {
+	q := url.Values{"status": {string(s.inst.Status)},
+		"lastDirtyTimestamp": {strconv.FormatInt(s.inst.LastDirtyTimestamp.UnixMilli(), 10)}}
+	code, _, err := s.http.do(ctx, p, http.MethodPut, s.path()+"?"+q.Encode(), nil, false)
+	switch {
+	case err != nil:
+		return false, err
+	case code == http.StatusOK:
+		return true, nil
+	case code == http.StatusNotFound:
+		return false, nil
+	}
+	return false, &StatusError{Code: code, URL: p.URL + s.path()}
+}
+
+func (s *SelfRegistrar) cancel(ctx context.Context, p *Peer) error {
+	code, _, err := s.http.do(ctx, p, http.MethodDelete, s.path(), nil, false)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusNotFound {
+		return &StatusError{Code: code, URL: p.URL + s.path()}
+	}
+	return nil
+}
+
+func (s *SelfRegistrar) path() string {
+	return "apps/" + url.PathEscape(s.inst.App) + "/" + url.PathEscape(s.inst.ID())
+}

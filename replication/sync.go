@@ -1,0 +1,81 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// SyncUp is Eureka's start-up sync: up to attempts tries (Eureka's
+// eureka.server.registry-sync-retries, so 0 means no sync, as in Eureka),
+// stopping after the first try that copied something and sleeping wait
+// between tries. Each try GETs {peer}apps/ from every peer and registers
+// every instance as a replication, keeping its lease timings; where peers
+// disagree the newer lastDirtyTimestamp wins, as for any registration.
+// Eureka copies the one registry its embedded client fetched; asking every
+// peer costs one request each and survives a peer that restarted empty.
+//
+// It returns the number of distinct instances copied, the count cmd gives
+// to OpenForTraffic. The error joins the peers' fetch errors of the last try
+// when nothing was copied, or is ctx's error; the count is valid either way.
+func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duration) (int, error) {
+	if len(r.peers) == 0 {
+		return 0, nil
+	}
+	copied := map[registry.InstanceKey]bool{}
+	var lastErrs []error
+	for i := 0; i < attempts && len(copied) == 0; i++ {
+		if i > 0 {
+			r.log.Info("registry sync found nothing, waiting", "attempt", i, "wait", wait)
+			if err := r.sleep(ctx, wait); err != nil {
+				return 0, err
+			}
+		}
+		lastErrs = lastErrs[:0]
+		for _, p := range r.peers {
+			if err := ctx.Err(); err != nil {
+				return len(copied), err
+			}
+			n, err := r.syncFrom(ctx, p, copied)
+			if err != nil {
+				p.log.Warn("registry sync from peer failed", "err", err)
+				lastErrs = append(lastErrs, fmt.Errorf("fetching registry from %s: %w", p.peer.URL, err))
+				continue
+			}
+			p.log.Info("registry synced from peer", "count", n)
+		}
+	}
+	if len(copied) > 0 {
+		return len(copied), nil
+	}
+	return 0, errors.Join(lastErrs...)
+}
+
+func (r *Replicator) syncFrom(ctx context.Context, p *peerState, copied map[registry.InstanceKey]bool) (int, error) {
+	apps, err := r.client.fetchApps(ctx, &p.peer)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, app := range apps.Apps {
+		for _, v := range app.Instances {
+			if v.Instance == nil {
+				continue
+			}
+			in := v.Instance.Clone()
+			in.LeaseInfo = registry.LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}
+			stored, err := r.reg.Register(in, true)
+			if err != nil {
+				p.log.Debug("skipping synced instance", "app", app.Name, "err", err)
+				continue
+			}
+			copied[registry.InstanceKey{App: strings.ToUpper(stored.App), ID: stored.ID()}] = true
+			n++
+		}
+	}
+	return n, nil
+}
