@@ -30,9 +30,11 @@
 //     the last rebuild, whichever is longer (never more than UpdateInterval), so a storm of a
 //     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
 //
-// A registration is therefore visible within the refresh gap plus one rebuild, well under a
-// second for a 10k-instance registry, while every full fetch between rebuilds is still a copy of
-// cached bytes. Every UpdateInterval a housekeeping pass also rebuilds readOnly entries older
+// A registration is therefore visible within the refresh gap plus one rebuild, while every full
+// fetch between rebuilds is still a copy of cached bytes. A rebuild reloads only the dirty keys
+// that readers have asked for; at 10k instances (11 MB of JSON) each costs the encoder's time
+// plus about 35 ms of gzip (level 2, see gzipLevel), so a change is visible well under a second
+// after a quiet period and within about a second during a storm. Every UpdateInterval a housekeeping pass also rebuilds readOnly entries older
 // than AutoExpiration, keeping Eureka's bound on how stale renewal timestamps can get.
 //
 // # Getting Eureka's exact 30 s behaviour back
