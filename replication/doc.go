@@ -1,0 +1,86 @@
+// Package replication sends this server's registry changes to its peers,
+// copies a peer's registry at start-up and registers this server with its
+// peers, speaking Eureka's peer protocol so that goreka and stock Netflix or
+// Spring Eureka servers can form one cluster.
+//
+// # Peers and self-exclusion
+//
+// Peers come from eureka.client.service-url (the own zone's list first, then
+// the other zones'), minus this server. Eureka drops every URL whose host is
+// this server's host name, ignoring the port, so two servers on one machine
+// silently stop replicating to each other. goreka compares host and port:
+// with eureka.server.my-url set, only a URL equal to it (normalised:
+// scheme and host case, default port, trailing slash, credentials) is this
+// server; otherwise a URL is this server when its port is server.port and its
+// host is eureka.instance.hostname, the instance IP address, or a loopback
+// name (localhost, 127.0.0.0/8, ::1) — a loopback URL on our own port can
+// only reach this process. Credentials in a URL (http://user:pass@host/)
+// become a preemptive basic-auth header on every call to that peer and are
+// scrubbed from every URL shown or logged.
+//
+// # Queues and batches
+//
+// The registry reports each change to OnEvent, which never blocks: it puts
+// one task per peer into that peer's bounded queue and returns. Changes that
+// came from a peer and evictions are not replicated. A queue holds at most
+// max-elements-in-peer-replication-pool tasks, keyed by Eureka's task id
+// "<action>#<APP>/<id>": a newer task replaces the pending one with its id,
+// and when the queue is full the oldest task is dropped and counted. A dead
+// peer therefore costs a fixed amount of memory, and as heartbeats coalesce a
+// steady cluster of N instances needs about N entries per peer. A replaced
+// task moves to the back (Eureka keeps its position): this preserves the
+// order of different actions on one instance, so register, cancel, register
+// cannot reach the peer as register, cancel.
+//
+// One sender per peer sends a batch of up to 250 tasks to
+// POST {peer}peerreplication/batch/ once 250 are pending or the oldest has
+// waited 500 ms (Eureka's constants). There is one batch in flight per peer,
+// which keeps per-instance order (Eureka's 20 workers per peer do not).
+// Tasks expire as in Eureka: register and heartbeat after the instance's
+// renewal interval (a newer heartbeat is due by then), the others after
+// max-time-for-replication; expired tasks are dropped and counted.
+//
+// Answers are handled as Eureka's ReplicationTaskProcessor and PeerEurekaNode
+// do. A 503 or a timeout means congestion, a network error is transient: the
+// batch goes back to the front of the queue (minus tasks superseded or
+// expired meanwhile) and the sender backs off, 1 s for congestion and 100 ms
+// for network errors, doubling per consecutive failure up to 30 s, with
+// jitter into [d/2, d] from a seeded source so that servers do not retry in
+// step. Any other status, an unreadable body and a response list of the
+// wrong length drop the batch and are counted. (Eureka retries an unreadable
+// body as a network error; goreka does not, because a peer that answers
+// garbage once will answer garbage again.) Per item: 2xx is done; a
+// heartbeat answered 404 makes the sender queue a Register of the local copy
+// for that peer; a heartbeat answered with the peer's newer copy (409) makes
+// this server register that copy locally as a replication, unless
+// sync-when-timestamp-differs is off.
+//
+// # Timeouts
+//
+// peer-node-connect-timeout-ms defaults to 1 s and peer-node-read-timeout-ms
+// to 5 s, Netflix's values. Spring lowers both to 200 ms, which is less than
+// a busy peer needs to apply 250 items: the sender then counts a timeout,
+// sends the same batch again and so adds load to the peer that was already
+// slow — the replication storms and "read timeout" logs users report.
+// A timeout here is treated as congestion and backs off from 1 s.
+//
+// # Start-up sync, self-registration, replicas
+//
+// SyncUp is Eureka's syncUp: it fetches GET {peer}apps/ from the peers and
+// registers every instance as a replication, retrying registry-sync-retries
+// times while nothing was copied; cmd opens for traffic with the count.
+// SelfRegistrar registers this server with its peers under its application
+// name (spring.application.name, default eureka-server) and heartbeats like a
+// client, so stock Spring peers list it under available-replicas — provided
+// its hostName (eureka.instance.hostname) is the host the peers use in their
+// URL for it. Replicas computes registered, available and unavailable
+// replicas for this server's own status page by the same rule.
+//
+// # Observability
+//
+// Status reports per peer the queue depth, the lag (age of the oldest
+// pending task), batches and items sent, failures by kind, dropped, expired
+// and coalesced tasks, the last success and the last error. Logs carry
+// component=replication and peer=<url>; a peer's failures are logged when
+// its state changes, not once per failure.
+package replication
