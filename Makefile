@@ -1,0 +1,48 @@
+# goreka — make targets. `make test` is the developer loop; `make ci` is what
+# .ci/run runs on a fresh machine (it also installs what the suites need).
+GO       ?= go
+BIN      ?= bin/goreka
+FUZZTIME ?= 10s
+
+.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock browser bench bench-quick ci clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/goreka
+
+run:
+	$(GO) run ./cmd/goreka
+
+# The test command of the README: formatting, vet, and every Go test (unit,
+# golden, process-level) under the race detector.
+test: fmt-check vet unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).
+fuzz:
+	@for t in FuzzDecodeInstanceJSON FuzzDecodeInstanceXML FuzzDecodeReplicationList FuzzDecodeApplications; do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test ./compat -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+# The real-client compatibility suite (Spring Boot 3 and 4, Netflix Java,
+# Node, Python clients, and the stock Spring Eureka server as reference).
+compat:
+	$(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
+
+compat-stock:
+	COMPAT_TARGET=stock $(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
+
+ci: test fuzz compat
+
+clean:
+	rm -rf bin compat/suite/out
