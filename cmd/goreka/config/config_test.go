@@ -701,3 +701,18 @@ func TestTableDefaultsParse(t *testing.T) {
 		})
 	}
 }
+
+func TestExpansionBombs(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"placeholders", "a: ${b}${b}${b}${b}\nb: ${c}${c}${c}${c}\nc: ${d}${d}${d}${d}\nd: ${e}${e}${e}${e}\ne: ${f}${f}${f}${f}\nf: ${g}${g}${g}${g}\ng: ${h}${h}${h}${h}\nh: x\neureka.environment: ${a}\n", "placeholder expansions"},
+		{"aliases", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", "more than 100000 properties"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(nil, nil, setup(t, map[string]string{"application.yml": tc.file}), fakeHost)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -115,7 +115,10 @@ func extractProfile(d *document) {
 	d.onProfile = strings.Join(parts, ",")
 }
 
-const maxYAMLDepth = 64
+const (
+	maxYAMLDepth   = 64
+	maxYAMLEntries = 100000 // stops alias bombs (a: &a [*b, *b, ...])
+)
 
 func flattenYAML(d *document, prefix string, n *yaml.Node, depth int) error {
 	if depth > maxYAMLDepth {
@@ -123,6 +126,9 @@ func flattenYAML(d *document, prefix string, n *yaml.Node, depth int) error {
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
+		if n.Alias == nil {
+			return fmt.Errorf("line %d: unknown alias", n.Line)
+		}
 		return flattenYAML(d, prefix, n.Alias, depth+1)
 	case yaml.MappingNode:
 		if len(n.Content) == 0 && prefix != "" {
@@ -159,6 +165,9 @@ func flattenYAML(d *document, prefix string, n *yaml.Node, depth int) error {
 	case yaml.ScalarNode:
 		if prefix == "" {
 			return fmt.Errorf("line %d: a value without a key", n.Line)
+		}
+		if len(d.entries) >= maxYAMLEntries {
+			return fmt.Errorf("line %d: more than %d properties (alias expansion?)", n.Line, maxYAMLEntries)
 		}
 		v := n.Value
 		if n.Tag == "!!null" && (v == "~" || v == "null" || v == "Null" || v == "NULL") {

@@ -31,7 +31,12 @@ func newLayer(d *document) *layer {
 type stack struct {
 	layers  []*layer
 	environ map[string]string
+	steps   int // placeholders expanded by the current resolved call
 }
+
+// maxPlaceholderSteps bounds the work of one value, so that
+// a: ${b}${b}, b: ${c}${c}, ... cannot take exponential time.
+const maxPlaceholderSteps = 10000
 
 // lookup finds the winning value of a canonical key. A list written as
 // key[0], key[1], ... in the highest layer that has it counts as one
@@ -83,6 +88,7 @@ func (s *stack) resolved(canon string) (entry, bool, error) {
 	if !ok {
 		return e, false, nil
 	}
+	s.steps = 0
 	v, err := s.resolve(e.value, []string{canon})
 	if err != nil {
 		return e, true, fmt.Errorf("%s=%q (%s): %w", e.key, e.value, e.source, err)
@@ -108,6 +114,9 @@ func (s *stack) resolve(v string, visiting []string) (string, error) {
 		end := matchingBrace(v, i+2)
 		if end < 0 {
 			return "", fmt.Errorf("unterminated placeholder in %q", v)
+		}
+		if s.steps++; s.steps > maxPlaceholderSteps {
+			return "", fmt.Errorf("more than %d placeholder expansions", maxPlaceholderSteps)
 		}
 		inner := v[i+2 : end]
 		name, def, hasDef := splitPlaceholder(inner)
