@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+)
+
+func benchRegistry(b *testing.B, n int) (*Registry, []RenewRequest) {
+	b.Helper()
+	r := New(Options{})
+	reqs := make([]RenewRequest, 0, n)
+	for i := range n {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		id := fmt.Sprintf("host-%05d:%s:8080", i, app)
+		in := inst(app, id, StatusUp)
+		in.Metadata = map[string]string{"management.port": "8080", "zone": "z1"}
+		if _, err := r.Register(in, false); err != nil {
+			b.Fatal(err)
+		}
+		reqs = append(reqs, RenewRequest{App: app, ID: id, LastDirtyTimestamp: in.LastDirtyTimestamp})
+	}
+	return r, reqs
+}
+
+func BenchmarkRenew10k(b *testing.B) {
+	r, reqs := benchRegistry(b, 10_000)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if res, _ := r.Renew(reqs[i%len(reqs)]); res != RenewOK {
+			b.Fatal(res)
+		}
+		i++
+	}
+}
+
+func BenchmarkRenew10kParallel(b *testing.B) {
+	r, reqs := benchRegistry(b, 10_000)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			r.Renew(reqs[int(i)%len(reqs)])
+		}
+	})
+}
+
+// BenchmarkRenew10kDuringSnapshots renews while another goroutine takes full
+// registry snapshots back to back: heartbeats must not queue behind readers.
+func BenchmarkRenew10kDuringSnapshots(b *testing.B) {
+	r, reqs := benchRegistry(b, 10_000)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.Applications()
+			}
+		}
+	}()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.Renew(reqs[i%len(reqs)])
+		i++
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+}
+
+func BenchmarkApplications10k(b *testing.B) {
+	r, _ := benchRegistry(b, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Applications()
+	}
+}
+
+func BenchmarkDelta10k(b *testing.B) {
+	r, _ := benchRegistry(b, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Delta()
+	}
+}
+
+func BenchmarkRegister(b *testing.B) {
+	r, _ := benchRegistry(b, 10_000)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		r.Register(inst(app, fmt.Sprintf("x-%d", i%10_000), StatusUp), false)
+		i++
+	}
+}
