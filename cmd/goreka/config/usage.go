@@ -47,6 +47,8 @@ Go form (5s, 1m); Eureka keys keep their units (ms, seconds).
 
 func groupOf(name string) string {
 	switch {
+	case strings.HasPrefix(name, "goreka.tls."):
+		return "Spring Boot:" // aliases listed beside server.ssl.*
 	case strings.HasPrefix(name, "eureka.server."):
 		return "\nEureka server (eureka.server.*):"
 	case strings.HasPrefix(name, "eureka.instance."):
