@@ -50,7 +50,7 @@ func TestQueueRequeueKeepsOrderAndSkipsSuperseded(t *testing.T) {
 	batch, _ := q.take(3, t0)
 	q.push(mk("d", time.Hour))
 	q.push(mk("b", time.Hour)) // newer b supersedes the one in flight
-	batch[2].expires = t0     // c expires meanwhile
+	batch[2].expires = t0      // c expires meanwhile
 	exp, drop := q.requeue(batch, t0)
 	if exp != 1 || drop != 0 {
 		t.Errorf("expired %d dropped %d, want 1 0", exp, drop)
