@@ -17,6 +17,7 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 )
 
@@ -31,6 +32,9 @@ type app struct {
 	reg     *registry.Registry
 	cache   *cache.Cache
 	evictor *eviction.Evictor
+	repl    *replication.Replicator
+	self    *replication.SelfRegistrar
+	selfIn  *registry.Instance
 	srv     *server.Server
 	http    *http.Server
 
@@ -40,7 +44,9 @@ type app struct {
 	openedAt       time.Time
 }
 
-func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) *app {
+// newApp builds a server from its configuration; it fails only on a peer
+// URL it cannot use.
+func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
 	a := &app{cfg: cfg, log: log, now: now, started: now()}
 	es := cfg.EurekaServer
 
@@ -64,6 +70,41 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) *app {
 	ec.Now = now
 	ec.Logger = log
 	a.evictor = eviction.New(a.reg, ec)
+
+	selfInfo := replication.SelfInfo{
+		MyURL:      es.MyURL,
+		HostName:   cfg.Instance.HostName(),
+		IPAddr:     cfg.Instance.IPAddress,
+		Port:       cfg.Server.Port,
+		AppName:    cfg.AppName,
+		InstanceID: cfg.Instance.InstanceID,
+		Secure:     cfg.TLSEnabled(),
+	}
+	peers, err := replication.Peers(cfg.PeerURLs(), selfInfo)
+	if err != nil {
+		return nil, err
+	}
+	rc := replication.Default()
+	rc.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
+	rc.PeerNodeReadTimeout = es.PeerNodeReadTimeout
+	rc.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
+	rc.MaxTimeForReplication = es.MaxTimeForReplication
+	rc.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
+	rc.IgnoreDirtyTimestamps = !es.SyncWhenTimestampDiffers
+	rc.Now = now
+	rc.Logger = log
+	a.repl = replication.New(rc, a.reg, peers)
+	a.selfIn, err = selfInfo.Instance(registry.LeaseInfo{
+		RenewalInterval: cfg.Instance.LeaseRenewalInterval,
+		Duration:        cfg.Instance.LeaseExpirationDuration,
+	}, cfg.Instance.Metadata, a.started)
+	if err != nil {
+		return nil, err
+	}
+	a.selfIn.IsCoordinatingDiscoveryServer = true
+	if cfg.Client.RegisterWithEureka && len(peers) > 0 {
+		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
+	}
 
 	a.cache = cache.New(cacheConfig(cfg, now), server.NewLoader(a.reg))
 	a.srv = server.New(server.Config{
@@ -89,7 +130,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) *app {
 		IdleTimeout:       cfg.Goreka.HTTP.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
-	return a
+	return a, nil
 }
 
 // cacheConfig maps Eureka's cache properties. goreka refreshes the readOnly
@@ -106,11 +147,14 @@ func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
 	return c
 }
 
-// onEvent fans a registry change out: cache invalidation, logs (and, wired
-// by later components, replication and metrics).
+// onEvent fans a registry change out: cache invalidation, replication to
+// peers (which skips replicated operations and evictions), logs.
 func (a *app) onEvent(e registry.Event) {
 	if e.Changed() && a.cache != nil {
 		a.cache.Invalidate(e.App, e.Instance.VIPAddress, e.Instance.SecureVIPAddress)
+	}
+	if a.repl != nil {
+		a.repl.OnEvent(e)
 	}
 	switch e.Kind {
 	case registry.EventHeartbeat:
@@ -160,44 +204,6 @@ func (a *app) openForTraffic(synced int) {
 	a.evictor.OpenForTraffic(count)
 }
 
-// selfView is this server's own instance, as it registers with peers and
-// shows on /eureka/status.
-func (a *app) selfInstance() *registry.Instance {
-	c := a.cfg
-	in := &registry.Instance{
-		InstanceID:       c.Instance.InstanceID,
-		HostName:         c.Instance.HostName(),
-		App:              strings.ToUpper(c.AppName),
-		IPAddr:           c.Instance.IPAddress,
-		Status:           registry.StatusUp,
-		OverriddenStatus: registry.StatusUnknown,
-		Port:             registry.Port{Number: c.Server.Port, Enabled: true},
-		SecurePort:       registry.Port{Number: 443, Enabled: false},
-		CountryID:        1,
-		DataCenterInfo:   registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
-		LeaseInfo: registry.LeaseInfo{
-			RenewalInterval: c.Instance.LeaseRenewalInterval,
-			Duration:        c.Instance.LeaseExpirationDuration,
-		},
-		Metadata:                      c.Instance.Metadata,
-		VIPAddress:                    strings.ToLower(c.AppName),
-		SecureVIPAddress:              strings.ToLower(c.AppName),
-		IsCoordinatingDiscoveryServer: true,
-		LastDirtyTimestamp:            a.started,
-		LastUpdatedTimestamp:          a.started,
-		ActionType:                    registry.ActionAdded,
-	}
-	scheme := "http"
-	if c.TLSEnabled() {
-		scheme = "https"
-	}
-	base := scheme + "://" + net.JoinHostPort(in.HostName, strconv.Itoa(c.Server.Port))
-	in.HomePageURL = base + "/"
-	in.StatusPageURL = base + "/actuator/info"
-	in.HealthCheckURL = base + "/actuator/health"
-	return in
-}
-
 // StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
 func (a *app) StatusInfo() server.StatusInfo {
 	var ms runtime.MemStats
@@ -212,7 +218,13 @@ func (a *app) StatusInfo() server.StatusInfo {
 			{"server-uptime", formatUptime(uptime)},
 		},
 	}
-	v := registry.LeaseView{Instance: a.selfInstance(), RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
+	reg, avail, unavail := replication.Replicas(a.reg, a.cfg.AppName, a.repl.Peers())
+	st.Application = [][2]string{
+		{"registered-replicas", strings.Join(reg, ", ")},
+		{"available-replicas", joinTrailing(avail)},
+		{"unavailable-replicas", joinTrailing(unavail)},
+	}
+	v := registry.LeaseView{Instance: a.selfIn, RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
 		RenewalInterval: a.cfg.Instance.LeaseRenewalInterval, Duration: a.cfg.Instance.LeaseExpirationDuration}
 	st.Instance = &v
 	return st
@@ -259,8 +271,12 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
+	wg.Go(func() { a.runLoop(ctx, "replication", a.repl.Run) })
 
-	a.openForTraffic(0)
+	a.openForTraffic(a.syncUp(ctx))
+	if a.self != nil {
+		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
+	}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -289,9 +305,30 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	if err := a.http.Shutdown(sctx); err != nil {
 		a.log.Warn("HTTP shutdown did not finish in time", "err", err)
 	}
+	if err := a.repl.Flush(sctx); err != nil {
+		a.log.Warn("replication queues not flushed before the deadline", "err", err)
+	}
 	cancel()
 	wg.Wait()
 	return serveErr
+}
+
+// syncUp is Eureka's start-up sync: copy the peers' registries before
+// serving. goreka makes at least one attempt when it has peers (Spring's
+// registry-sync-retries=0 makes none), so a restarted node serves the whole
+// registry from its first request.
+func (a *app) syncUp(ctx context.Context) int {
+	if len(a.repl.Peers()) == 0 {
+		return 0
+	}
+	attempts := max(1, a.cfg.EurekaServer.RegistrySyncRetries)
+	n, err := a.repl.SyncUp(ctx, attempts, a.cfg.EurekaServer.RegistrySyncRetryWait)
+	if err != nil {
+		a.log.Warn("start-up sync with peers incomplete", "copied", n, "err", err)
+	} else {
+		a.log.Info("start-up sync with peers done", "copied", n)
+	}
+	return n
 }
 
 func (a *app) runLoop(ctx context.Context, name string, f func(context.Context) error) {

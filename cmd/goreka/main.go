@@ -52,7 +52,13 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := newApp(cfg, log, time.Now).run(ctx, ln); err != nil {
+	a, err := newApp(cfg, log, time.Now)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "goreka: invalid configuration: %v\n", err)
+		return 2
+	}
+	if err := a.run(ctx, ln); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
