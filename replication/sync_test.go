@@ -1,0 +1,190 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication/peertest"
+)
+
+func TestSyncUpCopiesPeerRegistries(t *testing.T) {
+	t.Parallel()
+	p1, p2 := peertest.New(t), peertest.New(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	a := instance("ORDERS", "a", now)
+	a.LeaseInfo = registry.LeaseInfo{RenewalInterval: 10 * time.Second, Duration: 40 * time.Second}
+	p1.Registry().Register(a, false)
+	p1.Registry().Register(instance("ORDERS", "b", now), false)
+	p2.Registry().Register(instance("ORDERS", "b", now), false) // on both peers: counted once
+	p2.Registry().Register(instance("USERS", "c", now), false)
+	reg, rep := wired(t, Config{}, p1, p2)
+	n, err := rep.SyncUp(t.Context(), 5, time.Hour)
+	if err != nil || n != 3 {
+		t.Fatalf("SyncUp = %d, %v; want 3", n, err)
+	}
+	v, ok := reg.Get("ORDERS", "a")
+	if !ok || v.Duration != 40*time.Second || v.RenewalInterval != 10*time.Second {
+		t.Errorf("synced lease = %+v", v)
+	}
+	if reg.Size() != 3 {
+		t.Errorf("registry size %d", reg.Size())
+	}
+	// Synced instances are replications: nothing goes back to the peers.
+	for _, st := range rep.Status() {
+		if st.QueueDepth != 0 {
+			t.Errorf("%s: %d tasks queued by the sync", st.URL, st.QueueDepth)
+		}
+	}
+}
+
+func TestSyncUpRetriesWhileEmpty(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	_, rep := wired(t, Config{}, fake)
+	var slept []time.Duration
+	rep.sleep = func(_ context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		if len(slept) == 2 {
+			fake.Registry().Register(instance("APP", "late", time.Now()), false)
+		}
+		return nil
+	}
+	n, err := rep.SyncUp(t.Context(), 5, 30*time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("SyncUp = %d, %v", n, err)
+	}
+	if !slices.Equal(slept, []time.Duration{30 * time.Second, 30 * time.Second}) {
+		t.Errorf("slept %v", slept)
+	}
+	gets := 0
+	for _, r := range fake.Requests() {
+		if r.Method == http.MethodGet && r.Path == "/eureka/apps/" {
+			gets++
+		}
+	}
+	if gets != 3 {
+		t.Errorf("%d fetches, want 3", gets)
+	}
+}
+
+func TestSyncUpGivesUp(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	fake.RequireBasicAuth("u", "p") // every fetch 401
+	_, rep := wired(t, Config{}, fake)
+	sleeps := 0
+	rep.sleep = func(context.Context, time.Duration) error { sleeps++; return nil }
+	n, err := rep.SyncUp(t.Context(), 3, time.Second)
+	if n != 0 || err == nil || sleeps != 2 {
+		t.Errorf("SyncUp = %d, %v after %d sleeps", n, err, sleeps)
+	}
+	if n, err := rep.SyncUp(t.Context(), 0, time.Second); n != 0 || err != nil {
+		t.Errorf("0 attempts: %d, %v", n, err)
+	}
+	if len(fake.Requests()) != 3 {
+		t.Errorf("%d requests, want 3", len(fake.Requests()))
+	}
+}
+
+func TestReplicas(t *testing.T) {
+	t.Parallel()
+	reg := registry.New(registry.Options{})
+	now := time.Now()
+	peer2 := instance("EUREKA-SERVER", "peer2:eureka-server:8762", now)
+	peer2.HostName = "peer2"
+	reg.Register(peer2, true)
+	other := instance("ORDERS", "peer3", now) // right host, wrong app
+	other.HostName = "peer3"
+	reg.Register(other, true)
+	peers, _ := Peers([]string{"http://u:p@peer2:8762/eureka/", "http://peer3:8763/eureka/", "http://PEER2:9999/eureka/"}, SelfInfo{HostName: "peer1", Port: 8761})
+	regd, avail, unavail := Replicas(reg, "eureka-server", peers)
+	if want := []string{"http://peer2:8762/eureka/", "http://peer3:8763/eureka/", "http://PEER2:9999/eureka/"}; !slices.Equal(regd, want) {
+		t.Errorf("registered = %q", regd)
+	}
+	if want := []string{"http://peer2:8762/eureka/", "http://PEER2:9999/eureka/"}; !slices.Equal(avail, want) {
+		t.Errorf("available = %q", avail)
+	}
+	if want := []string{"http://peer3:8763/eureka/"}; !slices.Equal(unavail, want) {
+		t.Errorf("unavailable = %q", unavail)
+	}
+}
+
+func TestSelfInstance(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	in, err := SelfInfo{HostName: "peer1", IPAddr: "10.0.0.1", Port: 8761}.Instance(registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.App != "EUREKA-SERVER" || in.ID() != "peer1:eureka-server:8761" || in.VIPAddress != "eureka-server" ||
+		in.Status != registry.StatusUp || in.DataCenterInfo.Name != "MyOwn" || in.Port.Number != 8761 || !in.LastDirtyTimestamp.Equal(now) {
+		t.Errorf("self = %+v", in)
+	}
+	if _, err := (SelfInfo{HostName: "peer1"}).Instance(registry.LeaseInfo{}, nil, now); err == nil {
+		t.Error("no IP address accepted")
+	}
+}
+
+// The self-registrar registers, heartbeats every interval, registers again
+// when the peer forgets it, and cancels on shutdown; the peer then lists it
+// under this server's app name with the right host, which is what makes it
+// an available replica.
+func TestSelfRegistrationRoundTrip(t *testing.T) {
+	fake := peertest.New(t)
+	fake.RequireBasicAuth("u", "p")
+	synctest.Test(t, func(t *testing.T) {
+		in, err := SelfInfo{HostName: "peer1", IPAddr: "10.0.0.1", Port: 8761}.Instance(registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := mustPeer(t, "http://u:p@peer2:8762/eureka/")
+		s := NewSelfRegistrar(Config{Logger: testLogger(t), HTTPClient: &http.Client{Transport: handlerTransport{fake.Server.Config.Handler}}}, in, []Peer{peer})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { s.Run(ctx); close(done) }()
+		synctest.Wait()
+		calls := func() string {
+			var out string
+			for _, r := range fake.Requests() {
+				out += fmt.Sprintf("%s %s|", r.Method, r.Path)
+			}
+			return out
+		}
+		if _, ok := fake.Registry().Get("EUREKA-SERVER", "peer1:eureka-server:8761"); !ok {
+			t.Fatalf("not registered; calls %s", calls())
+		}
+		self, _ := Peers([]string{"http://peer1:8761/eureka/"}, SelfInfo{HostName: "peer2", Port: 8762})
+		if _, avail, _ := Replicas(fake.Registry(), "eureka-server", self); len(avail) != 1 {
+			t.Error("peer does not see this server as an available replica")
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		fake.Registry().Cancel("EUREKA-SERVER", "peer1:eureka-server:8761", false)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if _, ok := fake.Registry().Get("EUREKA-SERVER", "peer1:eureka-server:8761"); !ok {
+			t.Fatal("not registered again after a 404")
+		}
+		cancel()
+		<-done
+		want := "POST /eureka/apps/EUREKA-SERVER|" +
+			"PUT /eureka/apps/EUREKA-SERVER/peer1:eureka-server:8761|" +
+			"PUT /eureka/apps/EUREKA-SERVER/peer1:eureka-server:8761|POST /eureka/apps/EUREKA-SERVER|" +
+			"DELETE /eureka/apps/EUREKA-SERVER/peer1:eureka-server:8761|"
+		if got := calls(); got != want {
+			t.Errorf("calls\n got %s\nwant %s", got, want)
+		}
+		if q := fake.Requests()[1].RawQuery; q != fmt.Sprintf("lastDirtyTimestamp=%d&status=UP", in.LastDirtyTimestamp.UnixMilli()) {
+			t.Errorf("heartbeat query %q", q)
+		}
+		if _, ok := fake.Registry().Get("EUREKA-SERVER", "peer1:eureka-server:8761"); ok {
+			t.Error("still registered after shutdown")
+		}
+	})
+}
