@@ -42,7 +42,9 @@ func (ps *procs) start(name, logPath, dir string, env []string, argv ...string) 
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: the direct child (run.sh execs the runtime) dies with the test binary, even when
+	// go test's -timeout panics before any cleanup can run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

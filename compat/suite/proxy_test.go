@@ -1,5 +1,3 @@
-//go:build compat
-
 package suite
 
 import (

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,6 +60,23 @@ func TestCompat(t *testing.T) {
 	}
 	s := &suite{root: root, out: out, ps: &procs{}, auth: os.Getenv("COMPAT_AUTH")}
 	t.Cleanup(s.ps.killAll)
+	// go test -timeout and Ctrl-C end the binary without cleanups: kill the process groups first.
+	if dl, ok := t.Deadline(); ok {
+		watchdog := time.AfterFunc(time.Until(dl)-30*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "compat: test deadline close, killing every started process")
+			s.ps.killAll()
+		})
+		t.Cleanup(func() { watchdog.Stop() })
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			s.ps.killAll()
+			os.Exit(1)
+		}
+	}()
+	t.Cleanup(func() { signal.Stop(sigs); close(sigs) })
 
 	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "both": {"stock", "goreka"}}
 	tn := os.Getenv("COMPAT_TARGET")
@@ -163,7 +181,7 @@ func (s *suite) target(t *testing.T, name string) (*target, error) {
 			},
 		}, nil
 	case "goreka":
-		bin := filepath.Join(s.out, "goreka")
+		bin := filepath.Join(s.out, "bin", "goreka")
 		start := time.Now()
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/goreka")
 		cmd.Dir = s.root
@@ -202,7 +220,7 @@ func (s *suite) startServer(srv *server) error {
 		return err
 	}
 	srv.p = p
-	err = waitFor(120*time.Second, srv.tg.name+" server answers GET apps/", func() (bool, string) {
+	err = waitFor(180*time.Second, srv.tg.name+" server answers GET apps/", func() (bool, string) {
 		if p.exited() {
 			return true, ""
 		}
@@ -371,7 +389,7 @@ func (s *suite) runClient(t *testing.T, r *clientRun, outDir string, target *url
 	}
 	start := time.Now()
 	for _, a := range r.agents() {
-		err := waitFor(180*time.Second, a.app+" GET /health is 200", func() (bool, string) {
+		err := waitFor(300*time.Second, a.app+" GET /health is 200", func() (bool, string) {
 			if a.p.exited() {
 				return true, "exited"
 			}
