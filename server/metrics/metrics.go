@@ -1,0 +1,261 @@
+// Package metrics holds goreka's Prometheus collectors: registry changes
+// counted from registry events, self-preservation, cache and replication
+// state read at scrape time, HTTP requests, and the Go runtime.
+//
+// The instance gauge eureka_server_instances{application,status} is Spring
+// Cloud Netflix's (SC §B7). It is kept from each event's previous and new
+// status, never by scanning the registry, and a heartbeat that leaves the
+// status alone only increments a pre-bound counter: renewals are the hot path.
+package metrics
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
+)
+
+// Sources are read at scrape time. A nil func leaves its metrics out.
+type Sources struct {
+	Eviction    func() eviction.Status
+	Cache       func() cache.Stats
+	Replication func() []replication.PeerStatus
+}
+
+// Fetch kinds, the kind label of goreka_registry_fetches_total.
+const (
+	FetchFull  = "full"
+	FetchDelta = "delta"
+	FetchApp   = "app"
+	FetchVIP   = "vip"
+	FetchSVIP  = "svip"
+)
+
+// Metrics is goreka's metric set on its own prometheus.Registry.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	instances *prometheus.GaugeVec
+	mu        sync.Mutex
+	apps      map[string]*appCounts
+
+	registrations [2]prometheus.Counter // by replication false, true
+	renews        [2]prometheus.Counter
+	cancels       [2]prometheus.Counter
+	statusChanges [2]prometheus.Counter
+	evictions     prometheus.Counter
+	fetches       *prometheus.CounterVec
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+}
+
+// statuses are the indexes of appCounts.
+var statuses = [...]registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusStarting, registry.StatusOutOfService, registry.StatusUnknown}
+
+func statusIndex(s registry.Status) int {
+	for i, v := range statuses {
+		if v == s {
+			return i
+		}
+	}
+	return len(statuses) - 1 // registry validates statuses; count oddities as UNKNOWN
+}
+
+// appCounts are one application's instances per status and their bound
+// gauge children (nil while the count is zero, so the series disappears).
+type appCounts struct {
+	n [len(statuses)]int64
+	g [len(statuses)]prometheus.Gauge
+}
+
+// New builds the metric set; src may be the zero value.
+func New(src Sources) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), apps: make(map[string]*appCounts)}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m.instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eureka_server_instances",
+		Help: "Registered instances by application and status (Spring Cloud Netflix's eureka.server.instances).",
+	}, []string{"application", "status"})
+	repl := []string{"replication"}
+	registrations := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_registrations_total", Help: "Registrations accepted, by whether they came from a peer.",
+	}, repl)
+	renews := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_renews_total", Help: "Heartbeats accepted, by whether they came from a peer.",
+	}, repl)
+	cancels := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_cancels_total", Help: "Cancellations accepted, by whether they came from a peer.",
+	}, repl)
+	statusChanges := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_status_updates_total", Help: "Status override updates and deletions accepted, by whether they came from a peer.",
+	}, repl)
+	m.evictions = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "goreka_evictions_total", Help: "Leases removed by the eviction job.",
+	})
+	m.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_registry_fetches_total", Help: "Registry reads answered 200 or 304, by kind: full, delta, app, vip, svip.",
+	}, []string{"kind"})
+	for i, v := range []string{"false", "true"} {
+		m.registrations[i] = registrations.WithLabelValues(v)
+		m.renews[i] = renews.WithLabelValues(v)
+		m.cancels[i] = cancels.WithLabelValues(v)
+		m.statusChanges[i] = statusChanges.WithLabelValues(v)
+	}
+	for _, k := range []string{FetchFull, FetchDelta, FetchApp, FetchVIP, FetchSVIP} {
+		m.fetches.WithLabelValues(k)
+	}
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "goreka_http_requests_total", Help: "HTTP requests by method, route pattern and status code.",
+	}, []string{"method", "route", "code"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "goreka_http_request_duration_seconds",
+		Help:    "HTTP request latency by method and route pattern.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+	m.reg.MustRegister(m.instances, registrations, renews, cancels, statusChanges, m.evictions, m.fetches,
+		m.httpRequests, m.httpDuration, &scrapeCollector{src: src})
+	return m
+}
+
+// Registry is the registry the metrics live in, for tests and extra collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the Prometheus text (or OpenMetrics) exposition.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// OnEvent updates the metrics for one registry event. It is O(1): a
+// heartbeat that keeps its status increments one pre-bound counter.
+func (m *Metrics) OnEvent(e registry.Event) {
+	r := b2i(e.Replicated)
+	var next registry.Status
+	if e.Instance != nil {
+		next = e.Instance.Status
+	}
+	switch e.Kind {
+	case registry.EventHeartbeat:
+		m.renews[r].Inc()
+		if e.Prev != next {
+			m.move(e.App, e.Prev, next)
+		}
+	case registry.EventRegister:
+		m.registrations[r].Inc()
+		m.move(e.App, e.Prev, next)
+	case registry.EventCancel:
+		m.cancels[r].Inc()
+		m.move(e.App, e.Prev, "")
+	case registry.EventEvict:
+		m.evictions.Inc()
+		m.move(e.App, e.Prev, "")
+	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
+		m.statusChanges[r].Inc()
+		m.move(e.App, e.Prev, next)
+	}
+}
+
+// move takes one instance of app out of status from and into status to;
+// "" is "not registered".
+func (m *Metrics) move(app string, from, to registry.Status) {
+	if from == to {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.apps[app]
+	if a == nil {
+		a = new(appCounts)
+		m.apps[app] = a
+	}
+	if from != "" {
+		m.addLocked(app, a, statusIndex(from), -1)
+	}
+	if to != "" {
+		m.addLocked(app, a, statusIndex(to), 1)
+	}
+	if a.n == [len(statuses)]int64{} {
+		delete(m.apps, app)
+	}
+}
+
+// addLocked changes one count. Events arrive after the registry's lock is
+// released, so two changes of one instance may be seen out of order and a
+// count may dip below zero for a moment; the sums still end right.
+func (m *Metrics) addLocked(app string, a *appCounts, i int, d int64) {
+	a.n[i] += d
+	if a.n[i] == 0 {
+		if a.g[i] != nil {
+			m.instances.DeleteLabelValues(app, string(statuses[i]))
+			a.g[i] = nil
+		}
+		return
+	}
+	if a.g[i] == nil {
+		a.g[i] = m.instances.WithLabelValues(app, string(statuses[i]))
+	}
+	a.g[i].Set(float64(a.n[i]))
+}
+
+// Fetch counts one registry read of the given kind (FetchFull, ...).
+func (m *Metrics) Fetch(kind string) { m.fetches.WithLabelValues(kind).Inc() }
+
+// FetchCounter returns the pre-bound counter of a fetch kind.
+func (m *Metrics) FetchCounter(kind string) prometheus.Counter {
+	return m.fetches.WithLabelValues(kind)
+}
+
+// HTTPRoute returns the pre-bound duration observer of a route pattern and
+// a func counting its responses by code; the HTTP middleware binds them once
+// per route so that a request costs no label lookup beyond the code.
+func (m *Metrics) HTTPRoute(method, route string) (prometheus.Observer, func(code int)) {
+	obs := m.httpDuration.WithLabelValues(method, route)
+	var (
+		mu    sync.RWMutex
+		codes = map[int]prometheus.Counter{}
+	)
+	count := func(code int) {
+		mu.RLock()
+		c := codes[code]
+		mu.RUnlock()
+		if c == nil {
+			mu.Lock()
+			if c = codes[code]; c == nil {
+				c = m.httpRequests.WithLabelValues(method, route, codeText(code))
+				codes[code] = c
+			}
+			mu.Unlock()
+		}
+		c.Inc()
+	}
+	return obs, count
+}
+
+func codeText(code int) string {
+	const digits = "0123456789"
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
+}
+
+// seconds converts for gauges.
+func seconds(d time.Duration) float64 { return d.Seconds() }

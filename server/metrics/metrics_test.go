@@ -1,0 +1,264 @@
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
+)
+
+// value returns the value of the series name{labels} and whether it exists.
+func value(t *testing.T, m *Metrics, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, s := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range s.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			return metricValue(s), true
+		}
+	}
+	return 0, false
+}
+
+func metricValue(s *dto.Metric) float64 {
+	switch {
+	case s.Counter != nil:
+		return s.Counter.GetValue()
+	case s.Gauge != nil:
+		return s.Gauge.GetValue()
+	case s.Histogram != nil:
+		return float64(s.Histogram.GetSampleCount())
+	}
+	return s.GetUntyped().GetValue()
+}
+
+func want(t *testing.T, m *Metrics, v float64, name string, labels ...string) {
+	t.Helper()
+	got, ok := value(t, m, name, labels...)
+	if !ok {
+		t.Fatalf("%s%v: no such series", name, labels)
+	}
+	if got != v {
+		t.Fatalf("%s%v = %v, want %v", name, labels, got, v)
+	}
+}
+
+func absent(t *testing.T, m *Metrics, name string, labels ...string) {
+	t.Helper()
+	if v, ok := value(t, m, name, labels...); ok {
+		t.Fatalf("%s%v = %v, want no series", name, labels, v)
+	}
+}
+
+// TestInstancesFromRegistryEvents drives a real registry and checks the
+// per-application, per-status gauge and the event counters against it.
+func TestInstancesFromRegistryEvents(t *testing.T) {
+	m := New(Sources{})
+	now := time.Unix(1_700_000_000, 0)
+	reg := registry.New(registry.Options{Now: func() time.Time { return now }, OnEvent: m.OnEvent})
+	inst := func(app, id string, st registry.Status) *registry.Instance {
+		return &registry.Instance{InstanceID: id, App: app, HostName: id, IPAddr: "10.0.0.1", Status: st,
+			DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+			LeaseInfo:      registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}}
+	}
+	for _, in := range []*registry.Instance{inst("A", "a1", registry.StatusUp), inst("A", "a2", registry.StatusUp), inst("B", "b1", registry.StatusStarting)} {
+		if _, err := reg.Register(in, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reg.Register(inst("B", "b2", registry.StatusUp), true); err != nil {
+		t.Fatal(err)
+	}
+	want(t, m, 2, "eureka_server_instances", "application", "A", "status", "UP")
+	want(t, m, 1, "eureka_server_instances", "application", "B", "status", "STARTING")
+	want(t, m, 1, "eureka_server_instances", "application", "B", "status", "UP")
+	want(t, m, 3, "goreka_registrations_total", "replication", "false")
+	want(t, m, 1, "goreka_registrations_total", "replication", "true")
+
+	// Re-registration moves b1 from STARTING to UP; the STARTING series goes.
+	if _, err := reg.Register(inst("B", "b1", registry.StatusUp), false); err != nil {
+		t.Fatal(err)
+	}
+	want(t, m, 2, "eureka_server_instances", "application", "B", "status", "UP")
+	absent(t, m, "eureka_server_instances", "application", "B", "status", "STARTING")
+
+	for range 3 {
+		if res, _ := reg.Renew(registry.RenewRequest{App: "A", ID: "a1"}); res != registry.RenewOK {
+			t.Fatalf("renew: %v", res)
+		}
+	}
+	reg.Renew(registry.RenewRequest{App: "A", ID: "a2", Replication: true})
+	want(t, m, 3, "goreka_renews_total", "replication", "false")
+	want(t, m, 1, "goreka_renews_total", "replication", "true")
+
+	if err := reg.StatusUpdate("A", "a2", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	want(t, m, 1, "eureka_server_instances", "application", "A", "status", "UP")
+	want(t, m, 1, "eureka_server_instances", "application", "A", "status", "OUT_OF_SERVICE")
+	want(t, m, 1, "goreka_status_updates_total", "replication", "false")
+
+	if err := reg.Cancel("A", "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	want(t, m, 1, "goreka_cancels_total", "replication", "false")
+	absent(t, m, "eureka_server_instances", "application", "A", "status", "UP")
+
+	if err := reg.Evict("A", "a2"); err != nil {
+		t.Fatal(err)
+	}
+	want(t, m, 1, "goreka_evictions_total")
+	absent(t, m, "eureka_server_instances", "application", "A")
+	if len(m.apps) != 1 {
+		t.Fatalf("apps tracked = %d, want 1 (B only)", len(m.apps))
+	}
+}
+
+// TestOutOfOrderEventsSettle: events of one instance may arrive reordered;
+// the counts must still end right.
+func TestOutOfOrderEventsSettle(t *testing.T) {
+	m := New(Sources{})
+	in := &registry.Instance{Status: registry.StatusDown}
+	m.OnEvent(registry.Event{Kind: registry.EventStatusUpdate, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in})
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", ID: "1", Instance: &registry.Instance{Status: registry.StatusUp}})
+	want(t, m, 1, "eureka_server_instances", "application", "A", "status", "DOWN")
+	absent(t, m, "eureka_server_instances", "application", "A", "status", "UP")
+}
+
+func TestScrapeTimeSources(t *testing.T) {
+	ev := eviction.Status{RenewsLastMinute: 12, Threshold: 17, ExpectedClients: 10, SelfPreservationEnabled: true,
+		BelowThreshold: true, ActiveSince: time.Unix(1, 0), HeldBack: 3}
+	cs := cache.Stats{Hits: 10, ReadOnlyHits: 7, Misses: 4, Rebuilds: 2, ReadOnlyKeys: 5, ReadWriteKeys: 6, OldestPayload: 1500 * time.Millisecond}
+	peers := []replication.PeerStatus{{URL: "http://peer1:8761/eureka/", State: "failing", QueueDepth: 42, Lag: 2 * time.Second,
+		BatchesSent: 9, Failures: replication.Failures{Network: 4}}}
+	m := New(Sources{
+		Eviction:    func() eviction.Status { return ev },
+		Cache:       func() cache.Stats { return cs },
+		Replication: func() []replication.PeerStatus { return peers },
+	})
+	want(t, m, 12, "goreka_renews_last_minute")
+	want(t, m, 17, "goreka_renews_threshold")
+	want(t, m, 10, "goreka_expected_clients")
+	want(t, m, 1, "goreka_self_preservation_active")
+	want(t, m, 0, "goreka_lease_expiration_enabled")
+	want(t, m, 3, "goreka_evictions_held_back")
+	want(t, m, 7, "goreka_cache_hits_total", "tier", "read_only")
+	want(t, m, 3, "goreka_cache_hits_total", "tier", "read_write")
+	want(t, m, 4, "goreka_cache_misses_total")
+	want(t, m, 2, "goreka_cache_rebuilds_total")
+	want(t, m, 1.5, "goreka_cache_payload_age_seconds")
+	want(t, m, 42, "goreka_replication_queue_depth", "peer", "http://peer1:8761/eureka/")
+	want(t, m, 2, "goreka_replication_lag_seconds", "peer", "http://peer1:8761/eureka/")
+	want(t, m, 0, "goreka_replication_peer_up", "peer", "http://peer1:8761/eureka/")
+	want(t, m, 9, "goreka_replication_batches_total", "peer", "http://peer1:8761/eureka/")
+	want(t, m, 4, "goreka_replication_failures_total", "peer", "http://peer1:8761/eureka/", "kind", "network")
+
+	// The values move with their sources between scrapes.
+	ev.ActiveSince, ev.RenewsLastMinute = time.Time{}, 20
+	cs.Misses++
+	peers[0].QueueDepth, peers[0].State = 0, "up"
+	want(t, m, 0, "goreka_self_preservation_active")
+	want(t, m, 20, "goreka_renews_last_minute")
+	want(t, m, 5, "goreka_cache_misses_total")
+	want(t, m, 0, "goreka_replication_queue_depth", "peer", "http://peer1:8761/eureka/")
+	want(t, m, 1, "goreka_replication_peer_up", "peer", "http://peer1:8761/eureka/")
+}
+
+func TestFetchAndHTTPCounters(t *testing.T) {
+	m := New(Sources{})
+	want(t, m, 0, "goreka_registry_fetches_total", "kind", "delta")
+	m.Fetch(FetchDelta)
+	m.FetchCounter(FetchFull).Inc()
+	want(t, m, 1, "goreka_registry_fetches_total", "kind", "delta")
+	want(t, m, 1, "goreka_registry_fetches_total", "kind", "full")
+
+	obs, count := m.HTTPRoute("PUT", "/eureka/apps/:app/:id")
+	obs.Observe(0.002)
+	count(200)
+	count(200)
+	count(404)
+	want(t, m, 2, "goreka_http_requests_total", "method", "PUT", "route", "/eureka/apps/:app/:id", "code", "200")
+	want(t, m, 1, "goreka_http_requests_total", "code", "404")
+	want(t, m, 1, "goreka_http_request_duration_seconds", "route", "/eureka/apps/:app/:id")
+}
+
+// TestExposition checks the text format carries the families a scrape
+// config expects, Go runtime and process metrics included.
+func TestExposition(t *testing.T) {
+	m := New(Sources{})
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Instance: &registry.Instance{Status: registry.StatusUp}})
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	for _, s := range []string{
+		`eureka_server_instances{application="A",status="UP"} 1`,
+		"# TYPE goreka_registrations_total counter",
+		"go_goroutines ",
+		"go_memstats_heap_alloc_bytes ",
+	} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("exposition lacks %q", s)
+		}
+	}
+}
+
+func TestCodeText(t *testing.T) {
+	for code, s := range map[int]string{200: "200", 404: "404", 503: "503", 99: "other", 1000: "other"} {
+		if got := codeText(code); got != s {
+			t.Errorf("codeText(%d) = %q, want %q", code, got, s)
+		}
+	}
+}
+
+// BenchmarkHeartbeatEvent is the renew hot path: it must not allocate.
+func BenchmarkHeartbeatEvent(b *testing.B) {
+	m := New(Sources{})
+	in := &registry.Instance{Status: registry.StatusUp}
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", ID: "1", Instance: in})
+	e := registry.Event{Kind: registry.EventHeartbeat, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.OnEvent(e)
+	}
+}
+
+func TestHeartbeatEventDoesNotAllocate(t *testing.T) {
+	m := New(Sources{})
+	in := &registry.Instance{Status: registry.StatusUp}
+	e := registry.Event{Kind: registry.EventHeartbeat, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in}
+	if n := testing.AllocsPerRun(100, func() { m.OnEvent(e) }); n != 0 {
+		t.Fatalf("heartbeat event: %v allocs, want 0", n)
+	}
+}
