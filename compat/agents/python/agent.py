@@ -127,6 +127,47 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(200, "text/plain", body)
 
 
+def quiesce_heartbeat_thread():
+    """py-eureka-client's stop() runs on the module event loop while its heartbeat thread keeps running on its own
+    loop; both share one asyncio.Lock, and a contended lock across two loops either hangs stop() or makes it fail
+    with "bound to a different event loop" before the DELETE. So first make the heartbeat thread inert (no more
+    heartbeats or fetches) and wait for its in-flight request, then let stop() send POST DOWN + DELETE as usual."""
+    async def no_heartbeat(*_args, **_kwargs):
+        return None
+    client.send_heartbeat = no_heartbeat  # the heartbeat thread looks the method up on the instance
+    client._EurekaClient__should_discover = False  # pylint: disable=protected-access
+    lock = client._EurekaClient__net_lock  # pylint: disable=protected-access
+    idle = 0
+    for _ in range(100):  # at most ~10 s
+        idle = idle + 1 if not lock.locked() else 0
+        if idle >= 3:
+            return
+        threading.Event().wait(0.1)
+
+
+def stop_client():
+    watchdog = threading.Timer(15, lambda: (log.error("AGENT-STOP-TIMEOUT %s", INSTANCE_ID), os._exit(1)))
+    watchdog.daemon = True
+    watchdog.start()
+    quiesce_heartbeat_thread()
+    loop = eureka_client.get_event_loop()
+    done = threading.Event()
+
+    def nudge():  # wake the loop if a cross-thread lock release left it sleeping
+        while not done.wait(0.1):
+            try:
+                loop.call_soon_threadsafe(lambda: None)
+            except RuntimeError:
+                return
+    threading.Thread(target=nudge, daemon=True).start()
+    try:
+        with loop_lock:
+            eureka_client.stop()
+    finally:
+        done.set()
+        watchdog.cancel()
+
+
 def main():
     global client  # noqa: PLW0603
     server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
@@ -165,8 +206,7 @@ def main():
         pass
     log.info("AGENT-STOPPING %s: eureka_client.stop() (POST status DOWN, then DELETE)", INSTANCE_ID)
     started.clear()
-    with loop_lock:
-        eureka_client.stop()
+    stop_client()
     server.shutdown()
     log.info("AGENT-STOPPED %s", INSTANCE_ID)
 
