@@ -1,0 +1,197 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/registry"
+)
+
+// benchServer is a server with n instances and Eureka's default cache
+// (readOnly tier on), the way production runs.
+func benchServer(b *testing.B, n int) (*Server, *registry.Registry) {
+	b.Helper()
+	reg := registry.New(registry.Options{})
+	for i := range n {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		id := fmt.Sprintf("host-%05d:%s:8080", i, app)
+		_, err := reg.Register(&registry.Instance{
+			InstanceID: id, HostName: fmt.Sprintf("host-%05d", i), App: app, IPAddr: "10.0.0.1", Status: registry.StatusUp,
+			Port: registry.Port{Number: 8080, Enabled: true}, DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+			Metadata:    map[string]string{"management.port": "8080", "zone": "z1"},
+			HomePageURL: "http://h:8080/", StatusPageURL: "http://h:8080/actuator/info", HealthCheckURL: "http://h:8080/actuator/health",
+			VIPAddress: app, SecureVIPAddress: app,
+		}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return New(Config{}, Deps{Registry: reg, Cache: cache.New(cache.DefaultConfig(), NewLoader(reg))}), reg
+}
+
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+
+func fullFetchRequest() *http.Request {
+	r := httptest.NewRequest("GET", "/eureka/apps/", nil)
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set("Accept-Encoding", "gzip")
+	return r
+}
+
+// BenchmarkFullFetch10kGzipJSON serves GET /eureka/apps/ (gzip JSON, as Spring
+// clients ask) through the router and the cache; compare with
+// BenchmarkStaticBytes10k, a bare handler writing the same bytes.
+func BenchmarkFullFetch10kGzipJSON(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	r := fullFetchRequest()
+	s.ServeHTTP(&discard{h: http.Header{}}, r) // warm the cache
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			s.ServeHTTP(w, r)
+		}
+	})
+}
+
+func BenchmarkStaticBytes10k(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	v, err := s.cache.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := v.Gzip
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(body)
+	})
+	r := fullFetchRequest()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// BenchmarkRenewHTTP10k is a heartbeat through the router.
+func BenchmarkRenewHTTP10k(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	reqs := make([]*http.Request, 1000)
+	for i := range reqs {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		reqs[i] = httptest.NewRequest("PUT", fmt.Sprintf("/eureka/apps/%s/host-%05d:%s:8080?status=UP", app, i, app), nil)
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			s.ServeHTTP(w, reqs[n.Add(1)%int64(len(reqs))])
+		}
+	})
+}
+
+// BenchmarkRenewHTTP10kDuringFullFetches runs heartbeats while other
+// goroutines fetch the full registry: renew throughput must not depend on
+// readers.
+func BenchmarkRenewHTTP10kDuringFullFetches(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := &discard{h: http.Header{}}
+		r := fullFetchRequest()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				clear(w.h)
+				s.ServeHTTP(w, r)
+			}
+		}
+	}()
+	reqs := make([]*http.Request, 1000)
+	for i := range reqs {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		reqs[i] = httptest.NewRequest("PUT", fmt.Sprintf("/eureka/apps/%s/host-%05d:%s:8080?status=UP", app, i, app), nil)
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			s.ServeHTTP(w, reqs[n.Add(1)%int64(len(reqs))])
+		}
+	})
+	b.StopTimer()
+	close(stop)
+	<-done
+}
+
+// benchHTTPFetch runs parallel full fetches over loopback HTTP against h,
+// reading every body: the throughput a client sees.
+func benchHTTPFetch(b *testing.B, h http.Handler) {
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 64<<10)
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", ts.URL+"/eureka/apps/", nil)
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Accept-Encoding", "gzip")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for {
+				if _, err := resp.Body.Read(buf); err != nil {
+					break
+				}
+			}
+			resp.Body.Close()
+		}
+	})
+}
+
+// BenchmarkFullFetchHTTP10k and BenchmarkStaticHTTP10k compare goreka's full
+// fetch (gzip JSON, 10k instances) with a bare handler writing the same bytes,
+// both over loopback HTTP. Compare them within one run: ns/op ratio.
+func BenchmarkFullFetchHTTP10k(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	benchHTTPFetch(b, s)
+}
+
+func BenchmarkStaticHTTP10k(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	v, err := s.cache.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := v.Gzip
+	benchHTTPFetch(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(body)
+	}))
+}
