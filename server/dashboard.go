@@ -1,0 +1,542 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// The dashboard is Spring's Eureka status page (SC §B5) with the same
+// headings, table ids and banner texts, plus a live refresh from a JSON
+// endpoint, a search box, per-instance details and actions, a renewals
+// chart and per-peer replication health. Everything it needs is embedded.
+//
+// Every URL in the pages is relative, so the dashboard keeps working behind
+// a proxy that mounts the whole server under a prefix (Spring's fixed
+// basePath breaks there, spring-cloud-netflix#2046).
+
+//go:embed web/templates/*.html web/static
+var webFS embed.FS
+
+// Fixed paths of the dashboard's assets and data, whatever the dashboard's
+// own path is.
+const (
+	dashboardStaticPath = "/goreka/static"
+	dashboardAPIPath    = "/goreka/api/dashboard"
+)
+
+var dashboardTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"join": strings.Join,
+}).ParseFS(webFS, "web/templates/*.html"))
+
+// DashboardData is what the dashboard shows besides the registry itself.
+// The caller fills it from configuration, the eviction job and replication.
+type DashboardData struct {
+	Environment string // eureka.environment
+	Datacenter  string // eureka.datacenter
+	Now         time.Time
+	Uptime      time.Duration
+
+	// Self-preservation, as eviction.Status reports it.
+	SelfPreservationEnabled bool
+	LeaseExpirationEnabled  bool
+	RenewsThreshold         int
+	RenewsLastMinute        int64
+	ExpectedClients         int
+	// Banner is Spring's red banner text, "" for none.
+	Banner string
+	// RenewsHistory is renewals per minute over the last hour, oldest first.
+	RenewsHistory []registry.MinuteCount
+
+	// Peers are the other Eureka servers, in configuration order.
+	Peers []DashboardPeer
+	// Registered, available and unavailable replicas (peer URLs, scrubbed).
+	RegisteredReplicas, AvailableReplicas, UnavailableReplicas []string
+
+	// GeneralInfo are the first rows of "General Info" (num-of-cpus,
+	// total-avail-memory, current-memory-usage, server-uptime); the replica
+	// rows follow them.
+	GeneralInfo [][2]string
+	// InstanceInfo are the rows of "Instance Info" (ipAddr, status).
+	InstanceInfo [][2]string
+}
+
+// DashboardPeer is one peer's replication health.
+type DashboardPeer struct {
+	URL  string // credentials scrubbed
+	Host string
+	// State is "up", "backing off" or "failing".
+	State       string
+	QueueDepth  int
+	Lag         time.Duration // age of the oldest pending task
+	LastSuccess time.Time
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// DashboardSource supplies DashboardData; it is called once per page view
+// and per refresh of the live data, so it should be cheap.
+type DashboardSource interface{ DashboardData() DashboardData }
+
+// DashboardSourceFunc adapts a function to DashboardSource.
+type DashboardSourceFunc func() DashboardData
+
+// DashboardData calls f.
+func (f DashboardSourceFunc) DashboardData() DashboardData { return f() }
+
+// MountDashboard serves the dashboard at path ("" or "/" for the root) and
+// its last-N page at path+"/lastn", with its assets under /goreka/static/ and
+// its live data at /goreka/api/dashboard. The routes go on the server's own
+// engine, so every middleware of the engine applies to them. It panics if
+// path collides with an existing route, as gin does.
+func (s *Server) MountDashboard(path string, src DashboardSource) {
+	base := "/" + strings.Trim(path, "/")
+	lastn := strings.TrimSuffix(base, "/") + "/lastn"
+	d := &dashboard{s: s, src: src, base: strings.TrimSuffix(base, "/")}
+	e := s.engine
+	e.GET(base, func(c *gin.Context) { d.page(c, "status", base) })
+	e.GET(lastn, func(c *gin.Context) { d.page(c, "lastn", lastn) })
+	e.GET(dashboardAPIPath, d.api)
+	static, _ := fs.Sub(webFS, "web/static")
+	fileServer := http.StripPrefix(dashboardStaticPath, http.FileServer(http.FS(static)))
+	e.GET(dashboardStaticPath+"/*file", func(c *gin.Context) {
+		c.Header("Cache-Control", "no-cache")
+		c.Header("X-Content-Type-Options", "nosniff")
+		fileServer.ServeHTTP(c.Writer, c.Request)
+	})
+}
+
+type dashboard struct {
+	s    *Server
+	src  DashboardSource
+	base string // dashboard path without a trailing slash; "" for the root
+}
+
+// securityHeaders keep a registrant's strings inert even if escaping were
+// ever missed: no inline script, no plugins, no framing by other sites.
+func securityHeaders(c *gin.Context) {
+	c.Header("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "same-origin")
+	c.Header("Cache-Control", "no-store")
+}
+
+// rootRel is the relative path from a page at p to the server root: "./"
+// for /, /lastn and /dashboard, "../" for /dashboard/lastn.
+func rootRel(p string) string {
+	n := strings.Count(p, "/") - 1
+	if n <= 0 {
+		return "./"
+	}
+	return strings.Repeat("../", n)
+}
+
+func (d *dashboard) page(c *gin.Context, name, path string) {
+	v := d.view(name == "status")
+	v.Page = name
+	v.Root = rootRel(path)
+	v.Home = d.base
+	if v.Home == "" {
+		v.HomeHref = "/"
+	} else {
+		v.HomeHref = v.Home
+	}
+	if name == "lastn" {
+		v.Registered = lastNRows(d.s.reg.RecentlyRegistered())
+		v.Cancelled = lastNRows(d.s.reg.RecentlyCancelled())
+	}
+	var b bytes.Buffer
+	if err := dashboardTemplates.ExecuteTemplate(&b, name, v); err != nil {
+		d.s.log.Error("rendering dashboard", "page", name, "err", err)
+		c.Status(http.StatusInternalServerError)
+		return
+	}
+	securityHeaders(c)
+	c.Data(http.StatusOK, "text/html; charset=utf-8", b.Bytes())
+}
+
+func (d *dashboard) api(c *gin.Context) {
+	v := d.view(true)
+	securityHeaders(c)
+	c.JSON(http.StatusOK, v.JSON())
+}
+
+// pageView is what the templates render.
+type pageView struct {
+	Page     string
+	Root     string // relative path to the server root, ending in "/"
+	Home     string // dashboardPath as Spring renders it: "" for the root
+	HomeHref string
+
+	Data      DashboardData
+	Time      string
+	Uptime    string
+	Replicas  []DashboardPeer // DS Replicas list, one per host
+	Peers     []peerView
+	General   [][2]string
+	Apps      []appView
+	Instances int
+	Chart     chart
+
+	Registered, Cancelled []lastNRow
+}
+
+type peerView struct {
+	URL         string `json:"url"`
+	Host        string `json:"host"`
+	State       string `json:"state"`
+	QueueDepth  int    `json:"queueDepth"`
+	Lag         string `json:"lag"`
+	LastSuccess string `json:"lastSuccess"`
+	LastError   string `json:"lastError"`
+	Healthy     bool   `json:"healthy"`
+}
+
+type appView struct {
+	Name      string
+	Count     int
+	Groups    []statusGroup
+	Instances []instanceView
+}
+
+type statusGroup struct {
+	Status    string
+	Up        bool
+	Instances []instanceView
+}
+
+// instanceView is one instance as the page and the live data show it.
+type instanceView struct {
+	ID               string            `json:"id"`
+	App              string            `json:"app"`
+	Status           string            `json:"status"`
+	OverriddenStatus string            `json:"overriddenStatus"`
+	HostName         string            `json:"hostName"`
+	IPAddr           string            `json:"ipAddr"`
+	Port             int               `json:"port,omitempty"`
+	SecurePort       int               `json:"securePort,omitempty"`
+	VIPAddress       string            `json:"vipAddress,omitempty"`
+	SecureVIPAddress string            `json:"secureVipAddress,omitempty"`
+	StatusPageURL    string            `json:"statusPageUrl,omitempty"`
+	HomePageURL      string            `json:"homePageUrl,omitempty"`
+	HealthCheckURL   string            `json:"healthCheckUrl,omitempty"`
+	Link             string            `json:"link,omitempty"` // StatusPageURL if it is http(s)
+	Metadata         map[string]string `json:"metadata,omitempty"`
+	Registered       string            `json:"registered,omitempty"`
+	LastRenewal      string            `json:"lastRenewal,omitempty"`
+	ServiceUp        string            `json:"serviceUp,omitempty"`
+	LastDirty        string            `json:"lastDirty,omitempty"`
+	Duration         int64             `json:"durationSecs"`
+	RenewalInterval  int64             `json:"renewalIntervalSecs"`
+}
+
+type lastNRow struct{ Time, Lease string }
+
+// timeFormat is Spring's "Current time" (yyyy-MM-dd'T'HH:mm:ss Z).
+const timeFormat = "2006-01-02T15:04:05 -0700"
+
+// lastNFormat is Java's medium date-time format in the default locale.
+const lastNFormat = "Jan 2, 2006, 3:04:05 PM"
+
+// leaseTimeFormat is used for the lease times of the instance details.
+const leaseTimeFormat = "2006-01-02 15:04:05 MST"
+
+// view builds everything the pages and the JSON show; the applications
+// only withApps (the last-N page does not list them).
+func (d *dashboard) view(withApps bool) pageView {
+	data := d.src.DashboardData()
+	if data.Now.IsZero() {
+		data.Now = d.s.now()
+	}
+	v := pageView{
+		Data:   data,
+		Time:   data.Now.Format(timeFormat),
+		Uptime: formatUptime(data.Uptime),
+	}
+	seen := map[string]bool{}
+	for _, p := range data.Peers {
+		if !seen[p.Host] {
+			seen[p.Host] = true
+			v.Replicas = append(v.Replicas, p)
+		}
+		pv := peerView{URL: p.URL, Host: p.Host, State: p.State, QueueDepth: p.QueueDepth, Healthy: p.State == "up",
+			Lag: formatLag(p.Lag), LastSuccess: "never", LastError: p.LastError}
+		if !p.LastSuccess.IsZero() {
+			pv.LastSuccess = formatAgo(data.Now.Sub(p.LastSuccess)) + " ago"
+		}
+		if p.LastError != "" && !p.LastErrorAt.IsZero() {
+			pv.LastError = p.LastErrorAt.Format(leaseTimeFormat) + ": " + p.LastError
+		}
+		v.Peers = append(v.Peers, pv)
+	}
+	v.General = append(slices.Clone(data.GeneralInfo),
+		[2]string{"registered-replicas", strings.Join(data.RegisteredReplicas, ", ")},
+		[2]string{"available-replicas", joinTrailing(data.AvailableReplicas)},
+		[2]string{"unavailable-replicas", joinTrailing(data.UnavailableReplicas)},
+	)
+	v.Chart = newChart(data.RenewsHistory, data.RenewsThreshold)
+	if withApps {
+		for _, a := range d.s.reg.Applications().Apps {
+			av := appOf(a)
+			v.Instances += av.Count
+			v.Apps = append(v.Apps, av)
+		}
+	}
+	return v
+}
+
+// joinTrailing joins URLs as Eureka's StatusUtil does: each followed by ",".
+func joinTrailing(urls []string) string {
+	var b strings.Builder
+	for _, u := range urls {
+		b.WriteString(u)
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// statusOrder orders the status groups of an application (Spring's come
+// from a HashMap, in no defined order).
+var statusOrder = map[string]int{"UP": 0, "DOWN": 1, "STARTING": 2, "OUT_OF_SERVICE": 3, "UNKNOWN": 4}
+
+func appOf(a registry.Application) appView {
+	av := appView{Name: a.Name, Count: len(a.Instances)}
+	groups := map[string]*statusGroup{}
+	for _, l := range a.Instances {
+		iv := instanceOf(l)
+		av.Instances = append(av.Instances, iv)
+		g := groups[iv.Status]
+		if g == nil {
+			g = &statusGroup{Status: iv.Status, Up: iv.Status == string(registry.StatusUp)}
+			groups[iv.Status] = g
+		}
+		g.Instances = append(g.Instances, iv)
+	}
+	for _, g := range groups {
+		av.Groups = append(av.Groups, *g)
+	}
+	slices.SortFunc(av.Groups, func(x, y statusGroup) int {
+		ox, okx := statusOrder[x.Status]
+		oy, oky := statusOrder[y.Status]
+		if !okx {
+			ox = len(statusOrder)
+		}
+		if !oky {
+			oy = len(statusOrder)
+		}
+		return cmp.Or(cmp.Compare(ox, oy), cmp.Compare(x.Status, y.Status))
+	})
+	return av
+}
+
+func instanceOf(l registry.LeaseView) instanceView {
+	in := l.Instance
+	iv := instanceView{
+		ID: in.ID(), App: in.App, Status: string(in.Status), OverriddenStatus: string(in.OverriddenStatus),
+		HostName: in.HostName, IPAddr: in.IPAddr,
+		VIPAddress: in.VIPAddress, SecureVIPAddress: in.SecureVIPAddress,
+		StatusPageURL: in.StatusPageURL, HomePageURL: in.HomePageURL, HealthCheckURL: in.HealthCheckURL,
+		Link:            httpURL(in.StatusPageURL),
+		Metadata:        in.Metadata,
+		Registered:      fmtTime(l.RegistrationTimestamp),
+		LastRenewal:     fmtTime(l.LastRenewalTimestamp),
+		ServiceUp:       fmtTime(l.ServiceUpTimestamp),
+		LastDirty:       fmtTime(in.LastDirtyTimestamp),
+		Duration:        int64(l.Duration / time.Second),
+		RenewalInterval: int64(l.RenewalInterval / time.Second),
+	}
+	if in.Port.Enabled {
+		iv.Port = in.Port.Number
+	}
+	if in.SecurePort.Enabled {
+		iv.SecurePort = in.SecurePort.Number
+	}
+	return iv
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(leaseTimeFormat)
+}
+
+// httpURL returns u if it is an absolute http or https URL, else "": only
+// those become links (Spring links anything starting with "http"; a
+// javascript: or data: URL must never be clickable).
+func httpURL(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	switch strings.ToLower(p.Scheme) {
+	case "http", "https":
+		return p.String()
+	}
+	return ""
+}
+
+func lastNRows(l []registry.LastN) []lastNRow {
+	out := make([]lastNRow, len(l))
+	for i, e := range l {
+		out[i] = lastNRow{Time: e.At.Format(lastNFormat), Lease: e.App + "(" + e.ID + ")"}
+	}
+	return out
+}
+
+// formatUptime is Eureka's StatusInfo.getUpTime: "HH:MM", with "1 day " or
+// "N days " before.
+func formatUptime(d time.Duration) string {
+	days := int(d.Hours()) / 24
+	s := twoDigits(int(d.Hours())%24) + ":" + twoDigits(int(d.Minutes())%60)
+	switch {
+	case days == 1:
+		return "1 day " + s
+	case days > 1:
+		return strconv.Itoa(days) + " days " + s
+	}
+	return s
+}
+
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+func formatLag(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return formatAgo(d)
+}
+
+// formatAgo rounds a duration for people: 850ms, 12s, 4m10s, 2h5m.
+func formatAgo(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return strings.TrimSuffix(d.Round(time.Second).String(), "0s")
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+}
+
+// chart is the inline SVG of renewals per minute against the threshold.
+type chart struct {
+	Width, Height int
+	Points        string // polyline of the renewals
+	ThresholdY    string
+	Max           int64
+	Threshold     int
+	Minutes       int
+	Last          int64
+}
+
+const (
+	chartW = 600
+	chartH = 120
+)
+
+// newChart lays out up to 60 per-minute counts, oldest at the left, on a
+// scale that always shows the threshold. The same layout is computed by
+// dashboard.js for the live refresh.
+func newChart(hist []registry.MinuteCount, threshold int) chart {
+	c := chart{Width: chartW, Height: chartH, Threshold: threshold, Minutes: len(hist)}
+	top := int64(max(threshold, 1))
+	for _, m := range hist {
+		top = max(top, m.Count)
+	}
+	c.Max = top + top/10 + 1
+	y := func(n int64) float64 { return float64(chartH) - float64(n)*float64(chartH)/float64(c.Max) }
+	c.ThresholdY = strconv.FormatFloat(y(int64(threshold)), 'f', 1, 64)
+	var b strings.Builder
+	for i, m := range hist {
+		x := float64(chartW) * float64(i+60-len(hist)) / 59
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatFloat(x, 'f', 1, 64) + "," + strconv.FormatFloat(y(m.Count), 'f', 1, 64))
+		c.Last = m.Count
+	}
+	c.Points = b.String()
+	return c
+}
+
+// dashboardJSON is the live data of GET /goreka/api/dashboard.
+type dashboardJSON struct {
+	Time                    string        `json:"time"`
+	Uptime                  string        `json:"uptime"`
+	Environment             string        `json:"environment"`
+	Datacenter              string        `json:"datacenter"`
+	SelfPreservationEnabled bool          `json:"selfPreservationEnabled"`
+	LeaseExpirationEnabled  bool          `json:"leaseExpirationEnabled"`
+	RenewsThreshold         int           `json:"renewsThreshold"`
+	RenewsLastMinute        int64         `json:"renewsLastMinute"`
+	ExpectedClients         int           `json:"expectedClients"`
+	Banner                  string        `json:"banner"`
+	RenewsHistory           []int64       `json:"renewsHistory"`
+	Replicas                []replicaJSON `json:"replicas"`
+	Peers                   []peerView    `json:"peers"`
+	GeneralInfo             [][2]string   `json:"generalInfo"`
+	InstanceInfo            [][2]string   `json:"instanceInfo"`
+	Applications            []appJSON     `json:"applications"`
+	Instances               int           `json:"instances"`
+}
+
+type replicaJSON struct {
+	URL  string `json:"url"`
+	Host string `json:"host"`
+}
+
+type appJSON struct {
+	Name      string         `json:"name"`
+	Instances []instanceView `json:"instances"`
+}
+
+// JSON is the page's data as the live refresh reads it.
+func (v pageView) JSON() dashboardJSON {
+	d := v.Data
+	j := dashboardJSON{
+		Time: v.Time, Uptime: v.Uptime, Environment: d.Environment, Datacenter: d.Datacenter,
+		SelfPreservationEnabled: d.SelfPreservationEnabled, LeaseExpirationEnabled: d.LeaseExpirationEnabled,
+		RenewsThreshold: d.RenewsThreshold, RenewsLastMinute: d.RenewsLastMinute, ExpectedClients: d.ExpectedClients,
+		Banner: d.Banner, RenewsHistory: make([]int64, len(d.RenewsHistory)),
+		Replicas: []replicaJSON{}, Peers: v.Peers, GeneralInfo: v.General, InstanceInfo: d.InstanceInfo,
+		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances,
+	}
+	if j.Peers == nil {
+		j.Peers = []peerView{}
+	}
+	if j.InstanceInfo == nil {
+		j.InstanceInfo = [][2]string{}
+	}
+	for i, m := range d.RenewsHistory {
+		j.RenewsHistory[i] = m.Count
+	}
+	for _, p := range v.Replicas {
+		j.Replicas = append(j.Replicas, replicaJSON{URL: p.URL, Host: p.Host})
+	}
+	for i, a := range v.Apps {
+		j.Applications[i] = appJSON{Name: a.Name, Instances: a.Instances}
+	}
+	return j
+}
