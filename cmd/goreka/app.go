@@ -19,6 +19,7 @@ import (
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
+	"github.com/goreka/goreka/server/metrics"
 )
 
 // app is one goreka server: registry, cache, eviction, replication and HTTP,
@@ -36,6 +37,8 @@ type app struct {
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
 	srv     *server.Server
+	ops     *server.Ops
+	metrics *metrics.Metrics
 	http    *http.Server
 
 	// emptyOnStartup is Eureka's peerInstancesTransferEmptyOnStartup.
@@ -122,8 +125,16 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Now:      now,
 	})
 
+	a.metrics = metrics.New(metrics.Sources{Eviction: a.evictor.Status, Cache: a.cache.Stats, Replication: a.repl.Status})
+	a.ops = a.srv.EnableOps(server.OpsConfig{
+		Auth:      server.AuthConfig{User: cfg.Security.User, Password: cfg.Security.Password},
+		AccessLog: cfg.Goreka.AccessLog,
+		Logger:    log.With("component", "access"),
+		Metrics:   a.metrics,
+	})
+
 	a.http = &http.Server{
-		Handler:           a.srv,
+		Handler:           a.ops,
 		ReadHeaderTimeout: cfg.Goreka.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Goreka.HTTP.ReadTimeout,
 		WriteTimeout:      cfg.Goreka.HTTP.WriteTimeout,
@@ -156,17 +167,22 @@ func (a *app) onEvent(e registry.Event) {
 	if a.repl != nil {
 		a.repl.OnEvent(e)
 	}
+	if a.metrics != nil {
+		a.metrics.OnEvent(e)
+	}
 	switch e.Kind {
 	case registry.EventHeartbeat:
 		if e.Changed() {
 			a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", e.Instance.Status)
+		} else if a.log.Enabled(context.Background(), slog.LevelDebug) {
+			a.log.Debug("renewed", "app", e.App, "instance", e.ID, "replication", e.Replicated)
 		}
 	case registry.EventRegister:
 		a.log.Info("registered", "app", e.App, "instance", e.ID, "status", e.Instance.Status, "replication", e.Replicated)
 	case registry.EventCancel:
 		a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.Replicated)
 	case registry.EventEvict:
-		a.log.Info("evicted", "app", e.App, "instance", e.ID)
+		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", e.Instance.Status, "replication", e.Replicated)
 	}
@@ -273,11 +289,6 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, "replication", a.repl.Run) })
 
-	a.openForTraffic(a.syncUp(ctx))
-	if a.self != nil {
-		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
-	}
-
 	errc := make(chan error, 1)
 	go func() {
 		var err error
@@ -291,6 +302,11 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		}
 		close(errc)
 	}()
+	a.openForTraffic(a.syncUp(ctx))
+	a.ops.SetReady(true)
+	if a.self != nil {
+		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
+	}
 	a.log.Info("goreka started", "addr", ln.Addr().String(), "app", a.cfg.AppName, "instance", a.cfg.Instance.InstanceID,
 		"self_preservation", a.cfg.EurekaServer.EnableSelfPreservation)
 
@@ -300,6 +316,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	}
 	a.log.Info("shutting down")
+	a.ops.SetShuttingDown()
 	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.Goreka.HTTP.ShutdownTimeout)
 	defer scancel()
 	if err := a.http.Shutdown(sctx); err != nil {
