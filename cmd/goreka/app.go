@@ -124,6 +124,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Logger:   log.With("component", "http"),
 		Now:      now,
 	})
+	if cfg.Dashboard.Enabled {
+		a.srv.MountDashboard(cfg.Dashboard.Path, a)
+	}
 
 	a.metrics = metrics.New(metrics.Sources{Eviction: a.evictor.Status, Cache: a.cache.Stats, Replication: a.repl.Status})
 	a.ops = a.srv.EnableOps(server.OpsConfig{
