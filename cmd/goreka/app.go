@@ -17,6 +17,7 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/snapshot"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/metrics"
@@ -40,6 +41,7 @@ type app struct {
 	ops     *server.Ops
 	metrics *metrics.Metrics
 	http    *http.Server
+	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 
 	// emptyOnStartup is Eureka's peerInstancesTransferEmptyOnStartup.
 	mu             sync.Mutex
@@ -60,6 +62,11 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		IgnoreDirtyTimestamps: !es.SyncWhenTimestampDiffers,
 		OnEvent:               a.onEvent,
 	})
+
+	if sc := cfg.Goreka.Snapshot; sc.Path != "" {
+		a.snap = snapshot.New(a.reg, snapshot.Config{Path: sc.Path, Interval: sc.Interval, MaxAge: sc.MaxAge,
+			Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")})
+	}
 
 	ec := eviction.Default()
 	ec.EnableSelfPreservation = es.EnableSelfPreservation
@@ -288,6 +295,12 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	restored := 0
+	if a.snap != nil {
+		// Before serving and before the peer sync, whose newer copies win.
+		restored = a.snap.Restore()
+		wg.Go(func() { a.runLoop(ctx, "snapshot", a.snap.Run) })
+	}
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, "replication", a.repl.Run) })
@@ -305,7 +318,11 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		}
 		close(errc)
 	}()
-	a.openForTraffic(a.syncUp(ctx))
+	count := a.syncUp(ctx)
+	if restored > 0 {
+		count = a.reg.Size() // restored and synced instances overlap: count each once
+	}
+	a.openForTraffic(count)
 	a.ops.SetReady(true)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
@@ -330,6 +347,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	}
 	cancel()
 	wg.Wait()
+	if a.snap != nil {
+		_ = a.snap.Flush() // after the last request; the store logs a failure
+	}
 	return serveErr
 }
 
