@@ -300,9 +300,13 @@ func (r *clientRun) restartCheck(before map[string]int) (string, error) {
 	}
 	after := a.proxy.Snapshot()
 	renew404, reg := diff(before, after, "PUT renew 404"), diff(before, after, "POST register 204")
-	if renew404 < 1 || reg < 1 {
-		return "", fmt.Errorf("want >= 1 heartbeat 404 and >= 1 register 204 after the restart, got %d and %d; recent:\n%s",
-			renew404, reg, a.proxy.Recent())
+	if reg < 1 {
+		return "", fmt.Errorf("no register answered 204 after the restart (%d heartbeat 404); recent:\n%s",
+			renew404, a.proxy.Recent())
+	}
+	if renew404 < 1 {
+		// Some clients (e.g. ones that re-register after any failed heartbeat) never see the 404.
+		return fmt.Sprintf("re-registered on its own (%d register, no heartbeat 404)", reg), nil
 	}
 	return fmt.Sprintf("%d renew 404, %d re-register", renew404, reg), nil
 }
