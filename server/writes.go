@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -279,7 +280,13 @@ func (s *Server) updateMetadata(c *gin.Context) {
 	if !s.exists(c) {
 		return
 	}
-	q := c.Request.URL.Query()
+	// Query() drops every parameter when the query has more than Go's
+	// limit (10000); that request would otherwise be answered 200 unapplied.
+	q, err := url.ParseQuery(c.Request.URL.RawQuery)
+	if err != nil {
+		badRequest(c, "invalid metadata query: %v", err)
+		return
+	}
 	kv := make(map[string]string, len(q))
 	for k, vs := range q {
 		if k == "" {
