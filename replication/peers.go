@@ -32,6 +32,11 @@ type SelfInfo struct {
 	InstanceID string
 	// Secure says the server listens with TLS (for the URLs it announces).
 	Secure bool
+	// BindAddress is server.address: "" (or 0.0.0.0, ::) means all
+	// interfaces. When it is one IP address, a loopback URL reaches this
+	// server only at that address, so a loopback URL on our port with
+	// another address (127.0.0.3 when we bind 127.0.0.2) is a peer.
+	BindAddress string
 }
 
 // Peer is one other Eureka server this server replicates to.
@@ -138,7 +143,10 @@ func pathOf(base string) string {
 // insensitive) or is a loopback name (localhost, 127.0.0.0/8, ::1): a
 // loopback URL on our own port can only reach this process. Eureka compares
 // the host only, which silently drops a peer on the same host with another
-// port; goreka compares the port too, unless self.Port is 0.
+// port; goreka compares the port too, unless self.Port is 0. A loopback URL
+// that cannot reach self.BindAddress (another loopback address, or any
+// loopback URL when we bind a non-loopback address) is never this server,
+// so peers on 127.0.0.2, 127.0.0.3, ... may share one port.
 func Peers(urls []string, self SelfInfo) ([]Peer, error) {
 	var (
 		out  []Peer
@@ -182,6 +190,9 @@ func isSelf(p Peer, self SelfInfo) bool {
 		return false
 	}
 	h := p.Host
+	if isLoopback(h) && !bindReaches(self.BindAddress, h) {
+		return false
+	}
 	if self.HostName != "" && strings.EqualFold(h, self.HostName) {
 		return true
 	}
@@ -189,6 +200,21 @@ func isSelf(p Peer, self SelfInfo) bool {
 		return true
 	}
 	return self.Port != 0 && isLoopback(h)
+}
+
+// bindReaches reports whether a connection to the loopback host can reach a
+// listener bound to bind. A bind address that is empty, unspecified or a
+// name (not resolved here) is assumed to reach it.
+func bindReaches(bind, host string) bool {
+	b := net.ParseIP(strings.Trim(bind, "[]"))
+	if b == nil || b.IsUnspecified() {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.Equal(b)
+	}
+	// localhost and *.localhost: 127.0.0.1 or ::1.
+	return b.Equal(net.IPv4(127, 0, 0, 1)) || b.Equal(net.IPv6loopback)
 }
 
 func isLoopback(host string) bool {

@@ -47,6 +47,30 @@ func TestPeersSelfExclusion(t *testing.T) {
 			want: []string{"http://127.0.0.1:8762/eureka/"},
 		},
 		{
+			name: "other loopback addresses on our port are peers when we bind one address",
+			urls: []string{"http://127.0.0.2:8761/eureka/", "http://127.0.0.3:8761/eureka/", "http://localhost:8761/eureka/", "http://127.0.0.4:8761/eureka/"},
+			self: SelfInfo{HostName: "127.0.0.2", IPAddr: "127.0.0.1", Port: 8761, BindAddress: "127.0.0.2"},
+			want: []string{"http://127.0.0.3:8761/eureka/", "http://localhost:8761/eureka/", "http://127.0.0.4:8761/eureka/"},
+		},
+		{
+			name: "loopback aliases are us when we bind all interfaces or 127.0.0.1",
+			urls: []string{"http://127.0.0.3:8761/eureka/", "http://localhost:8761/eureka/", "http://127.0.0.1:8761/eureka/", "http://node2:8761/eureka/"},
+			self: SelfInfo{HostName: "node1", Port: 8761, BindAddress: "0.0.0.0"},
+			want: []string{"http://node2:8761/eureka/"},
+		},
+		{
+			name: "bound to 127.0.0.1",
+			urls: []string{"http://127.0.0.3:8761/eureka/", "http://localhost:8761/eureka/", "http://127.0.0.1:8761/eureka/"},
+			self: SelfInfo{HostName: "node1", Port: 8761, BindAddress: "127.0.0.1"},
+			want: []string{"http://127.0.0.3:8761/eureka/"},
+		},
+		{
+			name: "loopback URLs are peers when we bind a non-loopback address",
+			urls: []string{"http://127.0.0.1:8761/eureka/", "http://10.0.0.1:8761/eureka/"},
+			self: SelfInfo{HostName: "node1", IPAddr: "10.0.0.1", Port: 8761, BindAddress: "10.0.0.1"},
+			want: []string{"http://127.0.0.1:8761/eureka/"},
+		},
+		{
 			name: "my-url wins over host and port, normalised",
 			urls: []string{"http://Node1:80/eureka", "http://node1:8761/eureka/", "http://localhost:8761/eureka/"},
 			self: SelfInfo{MyURL: "http://node1/eureka/", HostName: "node1", Port: 8761},

@@ -82,13 +82,14 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	a.evictor = eviction.New(a.reg, ec)
 
 	selfInfo := replication.SelfInfo{
-		MyURL:      es.MyURL,
-		HostName:   cfg.Instance.HostName(),
-		IPAddr:     cfg.Instance.IPAddress,
-		Port:       cfg.Server.Port,
-		AppName:    cfg.AppName,
-		InstanceID: cfg.Instance.InstanceID,
-		Secure:     cfg.TLSEnabled(),
+		MyURL:       es.MyURL,
+		HostName:    cfg.Instance.HostName(),
+		IPAddr:      cfg.Instance.IPAddress,
+		Port:        cfg.Server.Port,
+		AppName:     cfg.AppName,
+		InstanceID:  cfg.Instance.InstanceID,
+		Secure:      cfg.TLSEnabled(),
+		BindAddress: cfg.Server.Address,
 	}
 	peers, err := replication.Peers(cfg.PeerURLs(), selfInfo)
 	if err != nil {
