@@ -383,6 +383,18 @@ func (r *Registry) checkDirty(app string, req RenewRequest, in *Instance) (Renew
 	return RenewOK, LeaseView{}
 }
 
+// StoreOverride records a peer's status override for an instance, replacing
+// this server's (Eureka's storeOverriddenStatusIfRequired, used before
+// adopting a peer's newer copy on a 409). It changes the stored copy's
+// overriddenStatus, not its status, and emits no event. "" and UNKNOWN are
+// ignored.
+func (r *Registry) StoreOverride(app, id string, s Status) {
+	if s == "" || s == StatusUnknown {
+		return
+	}
+	r.storeOverride(strings.ToUpper(app), id, s)
+}
+
 // storeOverride is storeOverriddenStatusIfRequired: a peer's override wins.
 func (r *Registry) storeOverride(app, id string, s Status) {
 	r.mu.Lock()

@@ -395,8 +395,9 @@ func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, 
 	}
 	in := resp.Entity.Instance.Clone()
 	in.LeaseInfo = registry.LeaseInfo{RenewalInterval: resp.Entity.RenewalInterval, Duration: resp.Entity.Duration}
-	// Register applies the peer's overriddenStatus when this server has no
-	// override for the instance (Eureka also replaces a different one).
+	// syncInstancesIfTimestampDiffers: the peer's override replaces ours
+	// first, so that Register's rule chain applies it.
+	r.reg.StoreOverride(it.AppName, it.ID, in.OverriddenStatus)
 	if _, err := r.reg.Register(in, true); err != nil {
 		p.log.Warn("cannot adopt peer's copy", "app", it.AppName, "instance", it.ID, "err", err)
 	}

@@ -134,6 +134,35 @@ func TestHeartbeat409AdoptsPeerCopy(t *testing.T) {
 	}
 }
 
+// The peer's newer copy carries an override that differs from ours: ours is
+// replaced before the copy is adopted (syncInstancesIfTimestampDiffers), so
+// the adopted status follows the peer's override.
+func TestHeartbeat409AdoptsPeerOverride(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	reg, rep := wired(t, Config{Now: clk.Now}, fake)
+	reg.Register(instance("APP", "a", clk.t), false)
+	if err := reg.StatusUpdate("APP", "a", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	newer := instance("APP", "a", clk.t.Add(time.Minute))
+	newer.OverriddenStatus = registry.StatusUp
+	fake.Registry().Register(newer, true)
+	rep.peers[0].q.take(10, clk.t)
+	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
+	if _, err := send(t, rep); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := reg.Get("APP", "a")
+	if v.Instance.Status != registry.StatusUp || v.Instance.OverriddenStatus != registry.StatusUp {
+		t.Errorf("local copy after 409: status %s, overriddenStatus %s; want UP, UP", v.Instance.Status, v.Instance.OverriddenStatus)
+	}
+	if got := reg.StatusOverrides()["a"]; got != registry.StatusUp {
+		t.Errorf("local override after 409 = %q, want UP", got)
+	}
+}
+
 func TestHeartbeat409IgnoredWithoutTimestampSync(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
