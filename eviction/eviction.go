@@ -252,7 +252,7 @@ func (e *Evictor) RunOnce() []registry.InstanceKey {
 			j := i + e.cfg.Rand.IntN(len(expired)-i)
 			expired[i], expired[j] = expired[j], expired[i]
 			k := expired[i]
-			if err := e.reg.Evict(k.App, k.ID); err != nil {
+			if err := e.reg.EvictExpired(k.App, k.ID, s.now, extra); err != nil {
 				// Cancelled or re-registered meanwhile: nothing to evict.
 				e.log.Debug("lease gone before eviction", "app", k.App, "instance", k.ID, "err", err)
 				continue

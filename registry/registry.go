@@ -417,19 +417,35 @@ func (r *Registry) Cancel(app, id string, replication bool) error {
 	return r.cancel(strings.ToUpper(app), id, EventCancel, replication)
 }
 
-// Evict removes an expired lease on behalf of the eviction job. Evictions are
-// recorded like cancels and reported as EventEvict, which is not replicated.
+// ErrNotExpired is returned by EvictExpired when the lease was renewed or replaced
+// since the eviction job found it expired.
+var ErrNotExpired = errors.New("lease no longer expired")
+
+// Evict removes a lease on behalf of the eviction job. Evictions are recorded
+// like cancels and reported as EventEvict, which is not replicated.
 func (r *Registry) Evict(app, id string) error {
 	return r.cancel(strings.ToUpper(app), id, EventEvict, false)
 }
 
-func (r *Registry) cancel(app, id string, kind EventKind, replication bool) error {
+// EvictExpired is Evict after checking again, under the write lock, that the
+// lease is still expired at now (plus the job's lateness compensation extra):
+// an instance that re-registered or renewed since the job listed it is kept
+// (ErrNotExpired).
+func (r *Registry) EvictExpired(app, id string, now time.Time, extra time.Duration) error {
+	return r.cancel(strings.ToUpper(app), id, EventEvict, false, func(l *lease) bool { return l.expired(now, extra) })
+}
+
+func (r *Registry) cancel(app, id string, kind EventKind, replication bool, cond ...func(*lease) bool) error {
 	now := r.now()
 	r.mu.Lock()
-	r.cancelled.add(now, app, id)
-	delete(r.overrides, id)
 	group := r.apps[app]
 	l := group[id]
+	if l != nil && len(cond) > 0 && !cond[0](l) {
+		r.mu.Unlock()
+		return ErrNotExpired
+	}
+	r.cancelled.add(now, app, id)
+	delete(r.overrides, id)
 	if l == nil {
 		r.mu.Unlock()
 		return ErrNotFound

@@ -328,7 +328,12 @@ func TestLeaseExpiry(t *testing.T) {
 	if len(r.Expired(c.Now(), time.Second)) != 0 {
 		t.Fatal("compensation time must extend the lease")
 	}
-	if err := r.Evict("svc", "a"); err != nil {
+	r.Renew(RenewRequest{App: "svc", ID: "a"})
+	if err := r.EvictExpired("svc", "a", c.Now(), 0); !errors.Is(err, ErrNotExpired) {
+		t.Fatalf("a lease renewed since it was found expired must stay: %v", err)
+	}
+	c.Add(41 * time.Second)
+	if err := r.EvictExpired("svc", "a", c.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
 }
