@@ -6,6 +6,7 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -162,6 +163,37 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
+// replicationHeader is x-netflix-discovery-replication in canonical form, so
+// the lookup on the heartbeat path does not canonicalise (and allocate).
+const replicationHeader = "X-Netflix-Discovery-Replication"
+
 func isReplication(c *gin.Context) bool {
-	return c.GetHeader("x-netflix-discovery-replication") == "true"
+	v := c.Request.Header[replicationHeader]
+	return len(v) > 0 && v[0] == "true"
+}
+
+// queryValue returns the first value of key in a raw query string without
+// building url.Values: heartbeats arrive by the thousand per second and read
+// two parameters. Values are unescaped only when they need it.
+func queryValue(raw, key string) (string, bool) {
+	for raw != "" {
+		var part string
+		part, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(part, "=")
+		if strings.ContainsAny(k, "%+") {
+			if uk, err := url.QueryUnescape(k); err == nil {
+				k = uk
+			}
+		}
+		if k != key {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			if uv, err := url.QueryUnescape(v); err == nil {
+				return uv, true
+			}
+		}
+		return v, true
+	}
+	return "", false
 }

@@ -379,3 +379,25 @@ func TestBatch(t *testing.T) {
 		t.Fatal("replicated cancel not applied")
 	}
 }
+
+func TestQueryValue(t *testing.T) {
+	tests := []struct {
+		raw, key, want string
+		ok             bool
+	}{
+		{"status=UP&lastDirtyTimestamp=123", "lastDirtyTimestamp", "123", true},
+		{"a=1&a=2", "a", "1", true},
+		{"x=1", "a", "", false},
+		{"value=OUT%5FOF%5FSERVICE", "value", "OUT_OF_SERVICE", true},
+		{"ov%65rriddenstatus=UP", "overriddenstatus", "UP", true},
+		{"flag&b=2", "flag", "", true},
+		{"", "a", "", false},
+		{"a=%zz", "a", "%zz", true},
+	}
+	for _, tc := range tests {
+		got, ok := queryValue(tc.raw, tc.key)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("queryValue(%q, %q) = %q, %v; want %q, %v", tc.raw, tc.key, got, ok, tc.want, tc.ok)
+		}
+	}
+}

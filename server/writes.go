@@ -159,7 +159,7 @@ func (s *Server) register(c *gin.Context) {
 
 // parseMillis reads an optional epoch-millis query parameter.
 func parseMillis(c *gin.Context, name string) (time.Time, bool) {
-	v := c.Query(name)
+	v, _ := queryValue(c.Request.URL.RawQuery, name)
 	if v == "" {
 		return time.Time{}, true
 	}
@@ -174,7 +174,7 @@ func parseMillis(c *gin.Context, name string) (time.Time, bool) {
 // parseStatus reads a status query parameter, exact upper case like
 // InstanceStatus.valueOf (Eureka answers 500; a caller's mistake is a 400).
 func parseStatus(c *gin.Context, name string, required bool) (registry.Status, bool) {
-	v, present := c.GetQuery(name)
+	v, present := queryValue(c.Request.URL.RawQuery, name)
 	if !present || v == "" {
 		if required {
 			badRequest(c, "missing %s: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", name)
