@@ -248,3 +248,16 @@ func TestExportDuringWrites(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkExportSameState10k is one writer tick on an unchanged registry:
+// export under the read lock, then compare with the last written state.
+func BenchmarkExportSameState10k(b *testing.B) {
+	r, _ := benchRegistry(b, 10_000)
+	prev := r.Export()
+	b.ReportAllocs()
+	for b.Loop() {
+		if s := r.Export(); !s.SameState(prev) {
+			b.Fatal("changed")
+		}
+	}
+}
