@@ -658,7 +658,12 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("%s is not in application.example.yml", m.name)
 		}
 	}
-	// Every value the example sets equals the default.
+	// Every value the example sets equals the default, except the snapshot,
+	// which the example turns on (off by default).
+	if c.Goreka.Snapshot.Path != "./data/registry.snapshot" {
+		t.Errorf("example snapshot path = %q", c.Goreka.Snapshot.Path)
+	}
+	c.Goreka.Snapshot.Path = ""
 	def := mustLoad(t, nil, nil, nil)
 	c.set, def.set, c.origin, def.origin = nil, nil, nil, nil
 	if !reflect.DeepEqual(c, def) {
