@@ -42,6 +42,15 @@ compat:
 compat-stock:
 	COMPAT_TARGET=stock $(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
 
+# Side-by-side benchmarks against the stock Java server and a bare gin baseline
+# (bench/run.sh, BENCHMARKS.md). Not part of CI. bench writes its table into
+# BENCHMARKS.md; bench-quick is the short development run.
+bench:
+	bench/run.sh full
+
+bench-quick:
+	bench/run.sh quick
+
 ci: test fuzz compat
 
 clean:
