@@ -43,6 +43,10 @@ type app struct {
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 
+	// opened is closed by openForTraffic, after the start-up sync: the
+	// listener serves health probes during the sync, reads wait for it.
+	opened   chan struct{}
+	openOnce sync.Once
 	// emptyOnStartup is Eureka's peerInstancesTransferEmptyOnStartup.
 	mu             sync.Mutex
 	emptyOnStartup bool
@@ -52,7 +56,7 @@ type app struct {
 // newApp builds a server from its configuration; it fails only on a peer
 // URL it cannot use.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now()}
+	a := &app{cfg: cfg, log: log, now: now, started: now(), opened: make(chan struct{})}
 	es := cfg.EurekaServer
 
 	a.reg = registry.New(registry.Options{
@@ -202,7 +206,22 @@ func (a *app) onEvent(e registry.Event) {
 // AllowAccess is Eureka's shouldAllowAccess: reads are refused for
 // wait-time-in-ms-when-sync-empty after a start-up sync that found nothing,
 // unless default-open-for-traffic-count (Spring's default 1) stood in for it.
+// A read that arrives during the start-up sync waits for it, up to one
+// peer's connect and read timeouts, and is refused after that: answering
+// from a half-copied registry would tell clients that instances are gone.
 func (a *app) AllowAccess() bool {
+	select {
+	case <-a.opened:
+	default:
+		es := a.cfg.EurekaServer
+		t := time.NewTimer(es.PeerNodeConnectTimeout + es.PeerNodeReadTimeout)
+		defer t.Stop()
+		select {
+		case <-a.opened:
+		case <-t.C:
+			return false
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.emptyOnStartup {
@@ -229,6 +248,7 @@ func (a *app) openForTraffic(synced int) {
 	a.openedAt = a.now()
 	a.mu.Unlock()
 	a.evictor.OpenForTraffic(count)
+	a.openOnce.Do(func() { close(a.opened) })
 }
 
 // StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
