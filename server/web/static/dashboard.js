@@ -18,7 +18,10 @@
     openInst: new Set(),  // instances whose details are expanded (app NUL id)
     confirm: null,        // instance key awaiting a second click on Remove
     busy: null,           // instance key with an action in flight
-    refs: []              // instance refs by index, for the buttons
+    refs: [],             // instance refs by index, for the buttons
+    sig: '',              // the applications last rendered, as JSON
+    pressed: false,       // a pointer is down on the list
+    stale: false          // the list changed while it was pressed
   };
 
   function $(id) { return document.getElementById(id); }
@@ -119,7 +122,13 @@
     renderReplicas(d);
     renderChart(d.renewsHistory || [], d.renewsThreshold);
     if (page === 'status') {
-      renderInstances();
+      // Re-render the list only when it changed, and never between a
+      // button's press and release (that would swallow the click).
+      var sig = JSON.stringify(d.applications);
+      if (sig !== state.sig) {
+        state.sig = sig;
+        if (state.pressed) state.stale = true; else renderInstances();
+      }
       renderPairs('generalInfo', d.generalInfo);
       renderPairs('instanceInfo', d.instanceInfo);
     }
@@ -410,7 +419,14 @@
   // ---- wiring ------------------------------------------------------------
 
   var inst = $('instances');
-  if (inst) inst.addEventListener('click', onClick);
+  if (inst) {
+    inst.addEventListener('click', onClick);
+    inst.addEventListener('pointerdown', function () { state.pressed = true; });
+    document.addEventListener('pointerup', function () {
+      state.pressed = false;
+      if (state.stale) setTimeout(function () { state.stale = false; renderInstances(); }, 0);
+    });
+  }
 
   var search = $('search');
   if (search) {
