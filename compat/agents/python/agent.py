@@ -195,7 +195,9 @@ def main():
             status_page_url="/health",
             health_check_url="/health",
             renewal_interval_in_secs=1,
-            duration_in_secs=3,
+            # LEASE_DURATION_SECS (run.sh: 10): this client's heartbeat shares one thread with its fetches,
+            # so its real period is 1 s + both requests (2-5 s on a loaded machine), longer than a 3 s lease.
+            duration_in_secs=int(os.environ.get("LEASE_DURATION_SECS") or "10"),
             metadata=METADATA,
             data_center_name="MyOwn",
         )
