@@ -36,6 +36,10 @@ fuzz:
 
 # The real-client compatibility suite (Spring Boot 3 and 4, Netflix Java,
 # Node, Python clients, and the stock Spring Eureka server as reference).
+# The dashboard in headless Chromium (Debian's chromium package).
+browser:
+	$(GO) test -tags browser -run Browser -count=1 -v ./server
+
 compat:
 	$(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
 
@@ -51,7 +55,7 @@ bench:
 bench-quick:
 	bench/run.sh quick
 
-ci: test fuzz compat
+ci: test fuzz browser compat
 
 clean:
 	rm -rf bin compat/suite/out
