@@ -116,7 +116,6 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if err != nil {
 		return nil, err
 	}
-	a.selfIn.IsCoordinatingDiscoveryServer = true
 	if cfg.Client.RegisterWithEureka && len(peers) > 0 {
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
@@ -271,7 +270,11 @@ func (a *app) StatusInfo() server.StatusInfo {
 		{"available-replicas", joinTrailing(avail)},
 		{"unavailable-replicas", joinTrailing(unavail)},
 	}
-	v := registry.LeaseView{Instance: a.selfIn, RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
+	// This server's own instance is the coordinating discovery server here
+	// (what it registers with its peers says false: each server decides).
+	own := a.selfIn.Clone()
+	own.IsCoordinatingDiscoveryServer = true
+	v := registry.LeaseView{Instance: own, RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
 		RenewalInterval: a.cfg.Instance.LeaseRenewalInterval, Duration: a.cfg.Instance.LeaseExpirationDuration}
 	st.Instance = &v
 	return st
