@@ -487,20 +487,28 @@ func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, r
 	in := old
 	if old.Status != s {
 		r.overrides[id] = s
-		in = old.Clone()
-		in.OverriddenStatus = s
-		in.Status = s
-		if lastDirty.After(in.LastDirtyTimestamp) {
-			in.LastDirtyTimestamp = lastDirty
-		}
-		in.ActionType = ActionModified
-		in.LastUpdatedTimestamp = now
-		r.replaceLocked(l, in, now)
+		in = r.modifyLocked(l, s, s, lastDirty, now)
 	}
 	r.mu.Unlock()
 
 	r.emit(Event{Kind: EventStatusUpdate, App: app, ID: id, Instance: in, Prev: old.Status, Status: s, Replicated: replication})
 	return nil
+}
+
+// modifyLocked stores a MODIFIED copy of l's instance with a new status and
+// override, adopting lastDirty when it is newer (statusUpdate and
+// deleteStatusOverride).
+func (r *Registry) modifyLocked(l *lease, status, override Status, lastDirty, now time.Time) *Instance {
+	in := l.inst.Clone()
+	in.Status = status
+	in.OverriddenStatus = override
+	if lastDirty.After(in.LastDirtyTimestamp) {
+		in.LastDirtyTimestamp = lastDirty
+	}
+	in.ActionType = ActionModified
+	in.LastUpdatedTimestamp = now
+	r.replaceLocked(l, in, now)
+	return in
 }
 
 // DeleteStatusOverride removes an override (deleteStatusOverride) and sets
@@ -523,15 +531,7 @@ func (r *Registry) DeleteStatusOverride(app, id string, s Status, lastDirty time
 	in := old
 	if _, had := r.overrides[id]; had {
 		delete(r.overrides, id)
-		in = old.Clone()
-		in.OverriddenStatus = StatusUnknown
-		in.Status = s
-		if lastDirty.After(in.LastDirtyTimestamp) {
-			in.LastDirtyTimestamp = lastDirty
-		}
-		in.ActionType = ActionModified
-		in.LastUpdatedTimestamp = now
-		r.replaceLocked(l, in, now)
+		in = r.modifyLocked(l, s, StatusUnknown, lastDirty, now)
 	}
 	r.mu.Unlock()
 
