@@ -28,10 +28,14 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 # Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).
+# Each entry is package:target.
+FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compat:FuzzDecodeReplicationList \
+	compat:FuzzDecodeApplications server:FuzzRouter cmd/goreka/config:FuzzParse
 fuzz:
-	@for t in FuzzDecodeInstanceJSON FuzzDecodeInstanceXML FuzzDecodeReplicationList FuzzDecodeApplications; do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test ./compat -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+		p=$${pt%%:*}; t=$${pt#*:}; \
+		echo "fuzz ./$$p $$t ($(FUZZTIME))"; \
+		$(GO) test ./$$p -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
 # The real-client compatibility suite (Spring Boot 3 and 4, Netflix Java,
