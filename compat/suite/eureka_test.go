@@ -49,6 +49,30 @@ type wireInstance struct {
 	InstanceID string         `json:"instanceId"`
 	Status     string         `json:"status"`
 	Metadata   map[string]any `json:"metadata"`
+	LeaseInfo  struct {
+		DurationInSecs int `json:"durationInSecs"`
+	} `json:"leaseInfo"`
+}
+
+// leaseDuration is the lease duration the server holds for one instance (leaseInfo.durationInSecs).
+func (e eurekaAPI) leaseDuration(app, id string) (time.Duration, error) {
+	code, b, err := e.do(http.MethodGet, instPath(app, id), nil, "application/json")
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %d %s", instPath(app, id), code, b)
+	}
+	var body struct {
+		Instance wireInstance `json:"instance"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return 0, fmt.Errorf("GET %s: %w: %s", instPath(app, id), err, b)
+	}
+	if body.Instance.LeaseInfo.DurationInSecs <= 0 {
+		return 0, fmt.Errorf("GET %s: no leaseInfo.durationInSecs: %s", instPath(app, id), b)
+	}
+	return time.Duration(body.Instance.LeaseInfo.DurationInSecs) * time.Second, nil
 }
 
 // instances returns "id STATUS" for every instance of app, sorted; an unknown app is an empty list.

@@ -3,6 +3,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -29,7 +30,64 @@ const (
 	pass outcome = iota
 	fail
 	skip
+	known // a step this client (or this server) cannot do, for a reason proven and written down: never a pass
 )
+
+// limitation is a known reason why one step of a scenario cannot pass. label is what the table shows.
+type limitation struct{ label, reason string }
+
+const (
+	notSupported = "not supported by this client"
+	naOnStock    = "n/a on stock"
+)
+
+// clientLimits are steps a client library cannot do on any server, keyed by client and step; each reason
+// cites the library's code (compat/agents/<client>/README.md has the wire evidence). Only the named step is
+// excused: every other check of the scenario still runs and must pass.
+var clientLimits = map[string]map[string]limitation{
+	"node": {
+		"c back": {notSupported, "eureka-js-client 4.5.0 matches delta entries by hostName+port (lib/deltaUtils.js findInstance) " +
+			"and addInstance ignores an ADDED for a host:port it already holds (lib/EurekaClient.js addInstance); after the " +
+			"override removal (MODIFIED, status UNKNOWN) the owner's re-registration arrives as ADDED (UP) and is dropped, and " +
+			"the library never reconciles (it ignores apps__hashcode), so the caller keeps the UNKNOWN copy"},
+		"g rest": {notSupported, "PUT .../metadata reaches clients as a delta ADDED for an instance they hold; eureka-js-client " +
+			"4.5.0 drops it (lib/EurekaClient.js addInstance: alreadyContains -> return), so REST metadata never arrives"},
+	},
+	"python": {
+		"f re-register": {notSupported, "py-eureka-client 0.13.3 can deadlock its only heartbeat+fetch thread after an " +
+			"outage: a failed request drops the cached server URL (eureka_client.py __try_eureka_servers_in_list), the " +
+			"next call then runs under the non-reentrant asyncio.Lock __net_lock, and a delta whose hash mismatches " +
+			"(the registry emptied by the restart) calls __pull_full_registry -> __connect_to_eureka_server -> the same " +
+			"lock from inside it: no heartbeat or register ever again. Timing decides it (the server must come back " +
+			"between the tick's register and its delta fetch), so it is seen with a server that restarts in 0.3 s"},
+		"b no full fetch": {notSupported, "py-eureka-client 0.13.3 drops delta entries of an app it does not hold yet: " +
+			"Applications.get_application (eureka_basic.py) never returns None, so the add_application branch of " +
+			"EurekaClient.__merge_delta (eureka_client.py) is dead and the ADDED goes into a detached Application; the " +
+			"recomputed hash then differs and the same tick does a full GET apps/ (the new app arrives through that reconcile)"},
+	},
+}
+
+// knownFailure is a failed step covered by a limitation.
+type knownFailure struct {
+	lim limitation
+	err error
+}
+
+func (k *knownFailure) Error() string {
+	return k.lim.label + ": " + k.lim.reason + "; observed: " + k.err.Error()
+}
+
+// limited turns err of step into a knownFailure when a limitation covers that step for this client on
+// this server.
+func (r *clientRun) limited(step string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if l, ok := r.limits[step]; ok {
+		return &knownFailure{l, err}
+	}
+	return err
+}
 
 type result struct {
 	outcome outcome
@@ -44,10 +102,14 @@ type clientRun struct {
 	api     eurekaAPI
 	hasCall bool
 	results map[string]result
+	limits  map[string]limitation // clientLimits plus the target's, for this client
 }
 
 func (r *clientRun) set(name string, err error, detail string) {
+	var kf *knownFailure
 	switch {
+	case errors.As(err, &kf):
+		r.results[name] = result{known, strings.SplitN(kf.Error(), "\n", 2)[0]}
 	case err != nil:
 		r.results[name] = result{fail, err.Error()}
 	default:
@@ -91,8 +153,17 @@ func (r *clientRun) scenarioRegister() (string, error) {
 	if err := waitSeen(b, a.app, 1, 30*time.Second); err != nil {
 		return "", err
 	}
+	// Watch for more than three lease durations (3 s per the agent convention; a client may announce a
+	// longer one to fit its design, e.g. python, whose heartbeat shares a thread with its fetches).
+	window := 10 * time.Second
+	lease, err := r.api.leaseDuration(a.app, a.id)
+	if err != nil {
+		return "", err
+	}
+	if w := 3*lease + time.Second; w > window {
+		window = w
+	}
 	before := a.proxy.Snapshot()
-	const window = 10 * time.Second // more than three 3 s leases
 	time.Sleep(window)
 	after := a.proxy.Snapshot()
 	if n := diff(before, after, "PUT renew 200"); n < 5 {
@@ -108,12 +179,12 @@ func (r *clientRun) scenarioRegister() (string, error) {
 	switch {
 	case code == http.StatusNotFound:
 		r.hasCall = false
-		return "no /call in this agent", nil
+		return fmt.Sprintf("%d heartbeats in %s (lease %s); no /call in this agent", diff(before, after, "PUT renew 200"), window, lease), nil
 	case code != http.StatusOK || body != "hello from "+b.id:
 		return "", fmt.Errorf("GET /call/%s on %s: %d %q, want 200 %q", b.app, a.app, code, body, "hello from "+b.id)
 	}
 	r.hasCall = true
-	return fmt.Sprintf("%d heartbeats in %s", diff(before, after, "PUT renew 200"), window), nil
+	return fmt.Sprintf("%d heartbeats in %s (lease %s)", diff(before, after, "PUT renew 200"), window, lease), nil
 }
 
 // scenarioMetadata: (g) metadata from the client's configuration and from PUT .../metadata reach callers.
@@ -132,7 +203,7 @@ func (r *clientRun) scenarioMetadata() (string, error) {
 		return "", err
 	}
 	if err := waitFor(15*time.Second, a.app+" sees REST metadata rest=yes on "+b.id, hasMeta("rest", "yes")); err != nil {
-		return "", err
+		return "", r.limited("g rest", err)
 	}
 	return "", nil
 }
@@ -197,12 +268,12 @@ func (r *clientRun) scenarioDelta() (string, error) {
 	if deltas == 0 {
 		return "", fmt.Errorf("no delta fetch while instances registered and cancelled; counts %v", after)
 	}
-	if fulls > 0 {
-		return "", fmt.Errorf("%d full GET apps/ beside %d deltas while instances registered and cancelled "+
-			"(hash mismatch -> reconcile); recent requests:\n%s", fulls, deltas, a.proxy.Recent())
-	}
 	if err := waitFor(10*time.Second, "client hash equals server apps__hashcode afterwards", hashEqual); err != nil {
 		return "", err
+	}
+	if fulls > 0 {
+		return "", r.limited("b no full fetch", fmt.Errorf("%d full GET apps/ beside %d deltas while instances registered "+
+			"and cancelled (hash mismatch -> reconcile); recent requests:\n%s", fulls, deltas, a.proxy.Recent()))
 	}
 	return fmt.Sprintf("%d deltas, 0 full fetches", deltas), nil
 }
@@ -230,7 +301,7 @@ func (r *clientRun) scenarioOverride() (string, error) {
 		return "", err
 	}
 	if err := waitSeen(a, b.app, 1, 30*time.Second); err != nil {
-		return "", err
+		return "", r.limited("c back", err)
 	}
 	if r.hasCall {
 		err := waitFor(10*time.Second, "GET /call/"+b.app+" answers again", func() (bool, string) {
@@ -238,7 +309,7 @@ func (r *clientRun) scenarioOverride() (string, error) {
 			return code == http.StatusOK && body == "hello from "+b.id, fmt.Sprintf("%d %q", code, body)
 		})
 		if err != nil {
-			return "", err
+			return "", r.limited("c back", err)
 		}
 	}
 	after := b.proxy.Snapshot()
@@ -249,6 +320,15 @@ func (r *clientRun) scenarioOverride() (string, error) {
 // scenarioSigterm: (d) SIGTERM -> the client cancels -> gone from the others' view.
 func (r *clientRun) scenarioSigterm() (string, error) {
 	a, b := r.a, r.b
+	// b must be registered for its cancel to mean anything. A known limitation in c can leave it out of the
+	// registry (e.g. a client that cannot re-register after the override removal): then d cannot run either.
+	if err := r.listed(b.app, []string{b.id + " UP"}, 10*time.Second); err != nil {
+		if c := r.results["c status override"]; c.outcome == known {
+			return "", &knownFailure{limitation{strings.SplitN(c.detail, ":", 2)[0],
+				"b was left out of the registry by scenario c (same cause)"}, err}
+		}
+		return "", err
+	}
 	before := b.proxy.Snapshot()
 	start := time.Now()
 	if err := b.p.stop(syscall.SIGTERM, 20*time.Second); err != nil {
@@ -293,7 +373,7 @@ func (r *clientRun) scenarioKill() (string, error) {
 func (r *clientRun) restartCheck(before map[string]int) (string, error) {
 	a := r.a
 	if err := r.listed(a.app, []string{a.id + " UP"}, 60*time.Second); err != nil {
-		return "", err
+		return "", r.limited("f re-register", err)
 	}
 	if err := waitSeen(a, a.app, 1, 20*time.Second); err != nil {
 		return "", err

@@ -4,6 +4,7 @@ package suite
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,7 +31,16 @@ type target struct {
 	authArgs func(user, pass string) []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
+	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
+	clientLimits map[string]map[string]limitation
 }
+
+// stock404 is why the Netflix Java client cannot recover from a lost lease on the stock server.
+const stock404 = "the stock server answers a heartbeat for an unknown lease 404 with Spring's error JSON body " +
+	"(Content-Type: application/json, {\"timestamp\":...,\"status\":404,\"error\":\"Not Found\",...}); the Netflix Java " +
+	"client (AbstractJersey3EurekaHttpClient.sendHeartBeat) reads any non-HTML 404 body as an InstanceInfo, that fails, " +
+	"the heartbeat counts as failed and it never re-registers. Eureka's Jersey resource, and goreka, answer that 404 " +
+	"with no body, on which the client re-registers at once (compat/agents/netflix-java/README.md)"
 
 // shortTimings are the server settings of spring-cloud-eureka.md C3, as Spring-style flags.
 var shortTimings = []string{
@@ -43,7 +53,8 @@ var shortTimings = []string{
 type suite struct {
 	root, out string
 	ps        *procs
-	auth      string // COMPAT_AUTH user:pass, or ""
+	auth      string             // COMPAT_AUTH user:pass, or ""
+	targets   map[string]*target // built targets by name
 }
 
 func TestCompat(t *testing.T) {
@@ -58,7 +69,16 @@ func TestCompat(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &suite{root: root, out: out, ps: &procs{}, auth: os.Getenv("COMPAT_AUTH")}
+	// Basic auth in defaultZone (scenario h) is on by default: every client talks to a target that can
+	// require credentials with user:pass@ in its URL. COMPAT_AUTH=off runs without.
+	auth := os.Getenv("COMPAT_AUTH")
+	switch auth {
+	case "":
+		auth = "compat:compat-secret"
+	case "off":
+		auth = ""
+	}
+	s := &suite{root: root, out: out, ps: &procs{}, auth: auth, targets: map[string]*target{}}
 	t.Cleanup(s.ps.killAll)
 	// go test -timeout and Ctrl-C end the binary without cleanups: kill the process groups first.
 	if dl, ok := t.Deadline(); ok {
@@ -81,7 +101,7 @@ func TestCompat(t *testing.T) {
 	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "both": {"stock", "goreka"}}
 	tn := os.Getenv("COMPAT_TARGET")
 	if tn == "" {
-		tn = "goreka"
+		tn = "both" // CI proves the suite against the reference too
 	}
 	names, ok := targetNames[tn]
 	if !ok {
@@ -98,6 +118,7 @@ func TestCompat(t *testing.T) {
 	var md strings.Builder
 	md.WriteString("# goreka real-client compatibility results\n\n")
 	failed := false
+	mixed := tn == "both" || os.Getenv("COMPAT_MIXED") == "1"
 	for _, name := range names {
 		runs, notes := s.runTarget(t, name, clients, buildErr)
 		table := renderTable(name, clients, runs, notes)
@@ -108,6 +129,17 @@ func TestCompat(t *testing.T) {
 				if res.outcome == fail {
 					failed = true
 				}
+			}
+		}
+	}
+	if mixed {
+		res := s.runMixedPair(t, clients, buildErr)
+		table := renderMixed(res)
+		fmt.Println(table)
+		md.WriteString(table + "\n")
+		for _, r := range res {
+			if r.outcome == fail {
+				failed = true
 			}
 		}
 	}
@@ -164,6 +196,17 @@ func (s *suite) buildAgents(t *testing.T, clients []string) map[string]error {
 }
 
 func (s *suite) target(t *testing.T, name string) (*target, error) {
+	if tg := s.targets[name]; tg != nil {
+		return tg, nil
+	}
+	tg, err := s.buildTarget(t, name)
+	if err == nil {
+		s.targets[name] = tg
+	}
+	return tg, err
+}
+
+func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 	switch name {
 	case "stock":
 		dir := filepath.Join(s.root, "compat", "stock-server")
@@ -179,6 +222,9 @@ func (s *suite) target(t *testing.T, name string) (*target, error) {
 			notes: map[string]string{
 				"h basic auth": "the stock server has no Spring Security in this build",
 			},
+			clientLimits: map[string]map[string]limitation{
+				"netflix-java": {"c back": {naOnStock, stock404}, "f re-register": {naOnStock, stock404}},
+			},
 		}, nil
 	case "goreka":
 		bin := filepath.Join(s.out, "bin", "goreka")
@@ -193,11 +239,16 @@ func (s *suite) target(t *testing.T, name string) (*target, error) {
 		return &target{
 			name: "goreka",
 			argv: func(port int) []string {
-				return append(append([]string{bin, "--server.port=" + strconv.Itoa(port)}, shortTimings...), extra...)
+				// Standalone like the stock server: its only service URL is itself. goreka compares host and
+				// port to exclude itself, so the default http://localhost:8761/eureka/ would make whatever runs
+				// on 8761 of this shared machine a peer (it did: the restart synced our instances back from it).
+				self := fmt.Sprintf("--eureka.client.service-url.defaultZone=http://localhost:%d/eureka/", port)
+				return append(append([]string{bin, "--server.port=" + strconv.Itoa(port), self}, shortTimings...), extra...)
 			},
 			env: func(int) []string { return nil },
-			// authArgs: hook for goreka's basic auth, e.g.
-			// func(u, p string) []string { return []string{"--goreka.security.user=" + u, ...} }
+			authArgs: func(u, p string) []string {
+				return []string{"--spring.security.user.name=" + u, "--spring.security.user.password=" + p}
+			},
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
@@ -298,6 +349,9 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 			continue
 		}
 		r.api = srv.api
+		r.limits = map[string]limitation{}
+		maps.Copy(r.limits, clientLimits[r.client])
+		maps.Copy(r.limits, tg.clientLimits[r.client])
 		wg.Go(func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -334,7 +388,9 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 			wg.Go(func() {
 				d, err := r.restartCheck(before[r])
 				r.set("f server restart", err, d)
-				if err != nil {
+				if res := r.results["f server restart"]; res.outcome == known {
+					t.Logf("%s / f server restart: known limitation: %s", r.client, res.detail)
+				} else if err != nil {
 					s.dumpLogs(t, r, srv, "f server restart", err)
 				}
 			})
@@ -348,8 +404,10 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 			continue
 		}
 		switch {
+		case !useAuth && s.auth == "":
+			r.results["h basic auth"] = result{skip, "COMPAT_AUTH=off"}
 		case !useAuth:
-			r.results["h basic auth"] = result{skip, "set COMPAT_AUTH=user:pass on a target with authArgs"}
+			r.results["h basic auth"] = result{skip, "this server cannot require credentials; clients ran without them"}
 		case r.a == nil || r.a.p.exited():
 			r.results["h basic auth"] = result{fail, "agent a not running"}
 		default:
@@ -425,7 +483,9 @@ func (s *suite) runClient(t *testing.T, r *clientRun, outDir string, target *url
 		scStart := time.Now()
 		d, err := sc.run()
 		r.set(sc.name, err, d)
-		if err != nil {
+		if res := r.results[sc.name]; res.outcome == known {
+			t.Logf("%s / %s: known limitation: %s", r.client, sc.name, res.detail)
+		} else if err != nil {
 			s.dumpLogs(t, r, srv, sc.name, err)
 		} else {
 			t.Logf("%s / %s: pass in %s %s", r.client, sc.name, time.Since(scStart).Round(100*time.Millisecond), d)
@@ -466,6 +526,8 @@ func renderTable(target string, clients []string, runs []*clientRun, notes map[s
 				cell = "pass"
 			case res.outcome == skip:
 				cell = "skip"
+			case res.outcome == known:
+				cell = strings.SplitN(res.detail, ":", 2)[0]
 			default:
 				cell = "FAIL"
 			}
