@@ -95,7 +95,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Secure:      cfg.TLSEnabled(),
 		BindAddress: cfg.Server.Address,
 	}
-	peers, err := replication.Peers(cfg.PeerURLs(), selfInfo)
+	peers, err := replication.Peers(peerURLs(cfg), selfInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +156,18 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
 	return a, nil
+}
+
+// peerURLs returns the service URLs to replicate to. Without any
+// eureka.client.service-url setting goreka runs standalone: Spring's built-in
+// default (http://localhost:8761/eureka/) means "this server" to the people who
+// leave it alone, but a goreka on another port would take whatever listens on
+// 8761 for a peer and copy its registry.
+func peerURLs(cfg *config.Config) []string {
+	if !cfg.IsSet("eureka.client.service-url") {
+		return nil
+	}
+	return cfg.PeerURLs()
 }
 
 // cacheConfig maps Eureka's cache properties. goreka refreshes the readOnly
