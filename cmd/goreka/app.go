@@ -339,7 +339,15 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
-	wg.Go(func() { a.runLoop(ctx, "replication", a.repl.Run) })
+	// Replication gets its own context: at shutdown its senders stop first,
+	// then Flush sends what is still queued.
+	replCtx, replStop := context.WithCancel(ctx)
+	defer replStop()
+	replDone := make(chan struct{})
+	go func() {
+		defer close(replDone)
+		a.runLoop(replCtx, "replication", a.repl.Run)
+	}()
 
 	errc := make(chan error, 1)
 	go func() {
@@ -378,6 +386,8 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	if err := a.http.Shutdown(sctx); err != nil {
 		a.log.Warn("HTTP shutdown did not finish in time", "err", err)
 	}
+	replStop()
+	<-replDone
 	if err := a.repl.Flush(sctx); err != nil {
 		a.log.Warn("replication queues not flushed before the deadline", "err", err)
 	}
