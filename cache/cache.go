@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,7 +119,7 @@ var ErrNilLoader = errors.New("cache: nil loader")
 type Cache struct {
 	cfg  Config
 	now  func() time.Time
-	load Loader
+	load StreamLoader
 
 	// ro is the readOnly tier: sharded immutable maps replaced on write under mu, so a hit
 	// takes no lock and allocates nothing.
@@ -164,6 +165,29 @@ type counters struct {
 // the booleans are used as given (start from DefaultConfig). Call Run to refresh the readOnly
 // tier.
 func New(cfg Config, load Loader) *Cache {
+	var stream StreamLoader
+	if load != nil {
+		stream = func(k Key, w io.Writer) (bool, error) {
+			payload, found, err := load(k)
+			if err != nil || !found {
+				return false, err
+			}
+			_, err = w.Write(payload)
+			return true, err
+		}
+	}
+	return NewStreaming(cfg, stream)
+}
+
+// StreamLoader writes the payload of k to w, in as many writes as it likes,
+// and reports whether the entity exists (when it does not, it writes
+// nothing). The cache gzips and hashes the bytes as they arrive and keeps
+// them uncompressed only up to MaxPlainKept, so a large payload is never
+// held whole in memory.
+type StreamLoader func(k Key, w io.Writer) (found bool, err error)
+
+// NewStreaming is New with a StreamLoader.
+func NewStreaming(cfg Config, load StreamLoader) *Cache {
 	if cfg.AutoExpiration <= 0 {
 		cfg.AutoExpiration = DefaultAutoExpiration
 	}
@@ -298,11 +322,7 @@ func (c *Cache) loadValue(k Key) (v *Value, err error) {
 			v, err = nil, fmt.Errorf("cache: loading %v: panic: %v", k, p)
 		}
 	}()
-	payload, found, err := c.load(k)
-	if err != nil {
-		return nil, err
-	}
-	return buildValue(payload, found, gzipLevel, c.now())
+	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now)
 }
 
 // Invalidate drops from the readWrite tier, in JSON and XML and full and compact, the keys a

@@ -545,3 +545,30 @@ func TestLoaderPanicBecomesError(t *testing.T) {
 		t.Fatalf("payload = %q", v.Plain)
 	}
 }
+
+func TestLargePayloadKeptGzippedOnly(t *testing.T) {
+	big := bytes.Repeat([]byte(`{"instance":"x"},`), MaxPlainKept/8)
+	small := []byte(`{"applications":{}}`)
+	for _, tc := range []struct {
+		name      string
+		payload   []byte
+		wantPlain bool
+	}{{"small", small, true}, {"large", big, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := buildValue(tc.payload, true, gzipLevel, time.Unix(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (v.Plain != nil) != tc.wantPlain || v.PlainLen != len(tc.payload) {
+				t.Fatalf("Plain kept = %v, PlainLen = %d", v.Plain != nil, v.PlainLen)
+			}
+			var out bytes.Buffer
+			if err := v.WritePlain(&out); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), tc.payload) || v.ETag != etagOf(tc.payload) {
+				t.Fatal("WritePlain or ETag does not match the payload")
+			}
+		})
+	}
+}

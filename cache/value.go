@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,9 +37,12 @@ const gzipLevel = 2
 // Value is one cached response: the encoded payload, its gzip form and its ETag.
 // A Value is immutable once built; readers share it and must not modify its slices.
 type Value struct {
-	// Plain is the encoded payload; nil when NotFound.
+	// Plain is the encoded payload; nil when NotFound, and nil for a payload
+	// larger than MaxPlainKept, which is kept gzipped only: use WritePlain.
 	Plain []byte
-	// Gzip is Plain compressed with compress/gzip at load time; nil when NotFound.
+	// PlainLen is the length of the encoded payload.
+	PlainLen int
+	// Gzip is the payload compressed with compress/gzip at load time; nil when NotFound.
 	Gzip []byte
 	// ETag is a quoted strong entity tag, the xxhash of Plain ("" when NotFound).
 	ETag string
@@ -72,9 +76,13 @@ func (v *Value) NotModified(ifNoneMatch string) bool {
 
 // etagOf is the quoted hex xxhash of payload.
 func etagOf(payload []byte) string {
+	return etagFromSum(xxhash.Sum64(payload))
+}
+
+// etagFromSum formats an xxhash sum as a quoted strong ETag.
+func etagFromSum(h uint64) string {
 	var buf [2 + 16]byte
 	b := append(buf[:0], '"')
-	h := xxhash.Sum64(payload)
 	const hexdigits = "0123456789abcdef"
 	for shift := 60; shift >= 0; shift -= 4 {
 		b = append(b, hexdigits[(h>>uint(shift))&0xf])
@@ -87,15 +95,74 @@ func etagOf(payload []byte) string {
 // reusing it makes a rebuild's garbage mostly the output itself.
 var gzipWriters sync.Map // int level -> *sync.Pool of *gzip.Writer
 
-func compress(payload []byte, level int) ([]byte, error) {
+
+// MaxPlainKept is the largest payload kept uncompressed beside its gzip
+// form. The full registry and the delta after a burst are ten to fifteen
+// times larger than their gzip bytes (about 9 MiB plain at 10k instances,
+// 90 MiB at 100k), and every client that matters asks for gzip: Spring's
+// RestTemplate/RestClient transports, Node and Python clients. Keeping only
+// the gzip bytes of those payloads divides the cache's memory by about ten;
+// the rare client without Accept-Encoding: gzip (the Netflix Jersey 3 client,
+// curl) gets the payload decompressed as it is sent.
+const MaxPlainKept = 256 << 10
+
+// WritePlain writes the uncompressed payload to w.
+func (v *Value) WritePlain(w io.Writer) error {
+	if v.Plain != nil || v.NotFound {
+		_, err := w.Write(v.Plain)
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, zr)
+	return err
+}
+
+// buildValue turns a loader result into a Value, compressing at level.
+func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, error) {
+	return streamValue(func(w io.Writer) (bool, error) {
+		if !found {
+			return false, nil
+		}
+		_, err := w.Write(payload)
+		return true, err
+	}, level, func() time.Time { return now })
+}
+
+// valueWriter receives a payload as a stream: it gzips and hashes every
+// piece, counts the bytes and keeps them uncompressed up to MaxPlainKept.
+type valueWriter struct {
+	zw    *gzip.Writer
+	hash  *xxhash.Digest
+	plain []byte
+	keep  bool
+	n     int
+}
+
+func (vw *valueWriter) Write(p []byte) (int, error) {
+	vw.n += len(p)
+	vw.hash.Write(p)
+	if vw.keep {
+		if len(vw.plain)+len(p) <= MaxPlainKept {
+			vw.plain = append(vw.plain, p...)
+		} else {
+			vw.keep, vw.plain = false, nil
+		}
+	}
+	return vw.zw.Write(p)
+}
+
+// streamValue builds a Value from what write writes, compressing at level;
+// now is read once the payload is complete.
+func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time) (*Value, error) {
 	p, ok := gzipWriters.Load(level)
 	if !ok {
 		p, _ = gzipWriters.LoadOrStore(level, &sync.Pool{})
 	}
 	pool := p.(*sync.Pool)
 	var buf bytes.Buffer
-	// Registry JSON and XML compress well; one eighth avoids most regrowth at BestSpeed.
-	buf.Grow(len(payload)/8 + 64)
 	zw, _ := pool.Get().(*gzip.Writer)
 	if zw == nil {
 		var err error
@@ -105,26 +172,23 @@ func compress(payload []byte, level int) ([]byte, error) {
 	} else {
 		zw.Reset(&buf)
 	}
-	if _, err := zw.Write(payload); err != nil {
+	vw := &valueWriter{zw: zw, hash: xxhash.New(), keep: true}
+	found, err := write(vw)
+	if err != nil {
 		return nil, err
+	}
+	if !found {
+		return &Value{NotFound: true, Built: now()}, nil
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
 	pool.Put(zw)
-	return buf.Bytes(), nil
-}
-
-// buildValue turns a loader result into a Value, compressing at level.
-func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, error) {
-	if !found {
-		return &Value{NotFound: true, Built: now}, nil
+	plain := vw.plain
+	if plain == nil && vw.keep {
+		plain = []byte{}
 	}
-	gz, err := compress(payload, level)
-	if err != nil {
-		return nil, err
-	}
-	return &Value{Plain: payload, Gzip: gz, ETag: etagOf(payload), Built: now}, nil
+	return &Value{Plain: plain, PlainLen: vw.n, Gzip: buf.Bytes(), ETag: etagFromSum(vw.hash.Sum64()), Built: now()}, nil
 }
 
 // String returns the entity's name as Eureka spells it.

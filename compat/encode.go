@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"io"
 	"slices"
 	"strconv"
 
@@ -26,9 +27,49 @@ func AppendApplications(dst []byte, f Format, compact bool, apps *registry.Appli
 		apps = &registry.Applications{}
 	}
 	if f == JSON {
-		return appendApplicationsJSON(dst, compact, apps)
+		return appendApplicationsJSON(dst, compact, apps, nil)
 	}
-	return appendApplicationsXML(dst, compact, apps)
+	return appendApplicationsXML(dst, compact, apps, nil)
+}
+
+// WriteApplications writes to w exactly the bytes AppendApplications
+// appends, in pieces of about 32 KiB cut between applications, so that a
+// large registry (about 90 MB of JSON at 100k instances) is never held
+// whole: the response cache gzips it as it comes.
+func WriteApplications(w io.Writer, f Format, compact bool, apps *registry.Applications) error {
+	if apps == nil {
+		apps = &registry.Applications{}
+	}
+	fl := &flusher{w: w, limit: 32 << 10}
+	buf := make([]byte, 0, 48<<10)
+	if f == JSON {
+		buf = appendApplicationsJSON(buf, compact, apps, fl)
+	} else {
+		buf = appendApplicationsXML(buf, compact, apps, fl)
+	}
+	fl.limit = 0
+	fl.flush(buf)
+	return fl.err
+}
+
+// flusher hands a buffer's bytes to a writer once it holds limit bytes; the
+// first write error sticks and later writes are skipped.
+type flusher struct {
+	w     io.Writer
+	limit int
+	err   error
+}
+
+// flush writes buf out if it is large enough (or always, when fl.limit is
+// 0) and returns the buffer to keep appending to. A nil fl keeps buf.
+func (fl *flusher) flush(buf []byte) []byte {
+	if fl == nil || len(buf) < fl.limit {
+		return buf
+	}
+	if fl.err == nil {
+		_, fl.err = fl.w.Write(buf)
+	}
+	return buf[:0]
 }
 
 // AppendApplication appends the document of one application (GET
@@ -70,7 +111,7 @@ func AppendInstanceBody(dst []byte, v *registry.LeaseView) []byte {
 	return appendInstanceJSON(dst, false, v)
 }
 
-func appendApplicationsJSON(dst []byte, compact bool, apps *registry.Applications) []byte {
+func appendApplicationsJSON(dst []byte, compact bool, apps *registry.Applications, fl *flusher) []byte {
 	dst = append(dst, `{"applications":{`...)
 	if !compact {
 		dst = appendVersionHashJSON(dst, apps)
@@ -82,6 +123,7 @@ func appendApplicationsJSON(dst []byte, compact bool, apps *registry.Application
 			dst = append(dst, ',')
 		}
 		dst = appendApplicationJSON(dst, compact, &apps.Apps[i])
+		dst = fl.flush(dst)
 	}
 	dst = append(dst, ']')
 	if compact {

@@ -108,7 +108,7 @@ func (w *xmlWriter) port(name string, p registry.Port) {
 	w.buf = append(w.buf, '>')
 }
 
-func appendApplicationsXML(dst []byte, compact bool, apps *registry.Applications) []byte {
+func appendApplicationsXML(dst []byte, compact bool, apps *registry.Applications, fl *flusher) []byte {
 	w := xmlWriter{buf: dst}
 	w.open("applications")
 	if !compact {
@@ -117,6 +117,7 @@ func appendApplicationsXML(dst []byte, compact bool, apps *registry.Applications
 	}
 	for i := range apps.Apps {
 		w.application(compact, &apps.Apps[i])
+		w.buf = fl.flush(w.buf)
 	}
 	if compact {
 		w.intLeaf("versions__delta", apps.VersionDelta)

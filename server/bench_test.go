@@ -30,7 +30,7 @@ func benchServer(b *testing.B, n int) (*Server, *registry.Registry) {
 			b.Fatal(err)
 		}
 	}
-	return New(Config{}, Deps{Registry: reg, Cache: cache.New(cache.DefaultConfig(), NewLoader(reg))}), reg
+	return New(Config{}, Deps{Registry: reg, Cache: cache.NewStreaming(cache.DefaultConfig(), NewLoader(reg))}), reg
 }
 
 type discard struct{ h http.Header }

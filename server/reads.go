@@ -1,7 +1,9 @@
 package server
 
 import (
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -12,32 +14,33 @@ import (
 )
 
 // NewLoader returns the response cache's loader for reg: it encodes the
-// registry view a key names. An unknown application is "not found" (cached,
-// answered 404).
-func NewLoader(reg *registry.Registry) cache.Loader {
-	return func(k cache.Key) ([]byte, bool, error) { return load(reg, k) }
-}
-
-func load(reg *registry.Registry, k cache.Key) ([]byte, bool, error) {
-	f := compat.XML
-	if k.JSON {
-		f = compat.JSON
+// registry view a key names, streaming the registry documents (full, delta,
+// VIPs) to the cache in pieces so that a large registry is never held whole
+// uncompressed. An unknown application is "not found" (cached, answered 404).
+func NewLoader(reg *registry.Registry) cache.StreamLoader {
+	return func(k cache.Key, w io.Writer) (bool, error) {
+		f := compat.XML
+		if k.JSON {
+			f = compat.JSON
+		}
+		var apps *registry.Applications
+		switch {
+		case k.Entity == cache.VIP || k.Entity == cache.SVIP:
+			apps = reg.VIP(k.Name, k.Entity == cache.SVIP)
+		case k.Name == cache.AllApps:
+			apps = reg.Applications()
+		case k.Name == cache.AllAppsDelta:
+			apps = reg.Delta()
+		default:
+			app, ok := reg.Application(k.Name)
+			if !ok {
+				return false, nil
+			}
+			_, err := w.Write(compat.AppendApplication(nil, f, k.Compact, &app))
+			return true, err
+		}
+		return true, compat.WriteApplications(w, f, k.Compact, apps)
 	}
-	switch k.Entity {
-	case cache.VIP, cache.SVIP:
-		return compat.AppendApplications(nil, f, k.Compact, reg.VIP(k.Name, k.Entity == cache.SVIP)), true, nil
-	}
-	switch k.Name {
-	case cache.AllApps:
-		return compat.AppendApplications(nil, f, k.Compact, reg.Applications()), true, nil
-	case cache.AllAppsDelta:
-		return compat.AppendApplications(nil, f, k.Compact, reg.Delta()), true, nil
-	}
-	app, ok := reg.Application(k.Name)
-	if !ok {
-		return nil, false, nil
-	}
-	return compat.AppendApplication(nil, f, k.Compact, &app), true, nil
 }
 
 func (s *Server) allowed(c *gin.Context) bool {
@@ -74,15 +77,22 @@ func (s *Server) serveCached(c *gin.Context, e cache.Entity, name string) {
 			return
 		}
 	}
-	body := v.Plain
+	h["Vary"] = []string{"Accept, Accept-Encoding, X-Eureka-Accept"}
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h["Content-Encoding"] = []string{"gzip"}
-		body = v.Gzip
+		h["Content-Length"] = []string{strconv.Itoa(len(v.Gzip))}
+		c.Status(http.StatusOK)
+		if r.Method != http.MethodHead {
+			c.Writer.Write(v.Gzip)
+		}
+		return
 	}
-	h["Vary"] = []string{"Accept, Accept-Encoding, X-Eureka-Accept"}
+	h["Content-Length"] = []string{strconv.Itoa(v.PlainLen)}
 	c.Status(http.StatusOK)
 	if r.Method != http.MethodHead {
-		c.Writer.Write(body)
+		if err := v.WritePlain(c.Writer); err != nil {
+			s.log.Warn("writing registry response", "key", k.String(), "err", err)
+		}
 	}
 }
 

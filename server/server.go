@@ -81,7 +81,7 @@ func New(cfg Config, d Deps) *Server {
 		s.now = time.Now
 	}
 	if s.cache == nil {
-		s.cache = cache.New(cache.DefaultConfig(), NewLoader(s.reg))
+		s.cache = cache.NewStreaming(cache.DefaultConfig(), NewLoader(s.reg))
 	}
 	s.engine = gin.New()
 	s.engine.HandleMethodNotAllowed = true

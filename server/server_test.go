@@ -44,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	c := cache.New(cfg, NewLoader(reg))
+	c := cache.NewStreaming(cfg, NewLoader(reg))
 	srv := New(Config{}, Deps{Registry: reg, Cache: c, Now: clk.Now})
 	f := &fixture{srv: srv, reg: reg, clock: clk}
 	return f

@@ -65,7 +65,7 @@ func payloads(f fleet.Fleet) (full, delta []byte, err error) {
 			return nil, nil, err
 		}
 	}
-	c := cache.New(cache.DefaultConfig(), server.NewLoader(reg))
+	c := cache.NewStreaming(cache.DefaultConfig(), server.NewLoader(reg))
 	fv, err := c.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
 	if err != nil {
 		return nil, nil, err

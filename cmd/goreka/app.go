@@ -120,7 +120,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
-	a.cache = cache.New(cacheConfig(cfg, now), server.NewLoader(a.reg))
+	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewLoader(a.reg))
 	a.srv = server.New(server.Config{
 		DisableDelta:          es.DisableDelta,
 		MaxBodyBytes:          cfg.Goreka.HTTP.MaxBodyBytes,
