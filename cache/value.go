@@ -95,7 +95,6 @@ func etagFromSum(h uint64) string {
 // reusing it makes a rebuild's garbage mostly the output itself.
 var gzipWriters sync.Map // int level -> *sync.Pool of *gzip.Writer
 
-
 // MaxPlainKept is the largest payload kept uncompressed beside its gzip
 // form. The full registry and the delta after a burst are ten to fifteen
 // times larger than their gzip bytes (about 9 MiB plain at 10k instances,
