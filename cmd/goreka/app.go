@@ -141,7 +141,8 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 
 	a.metrics = metrics.New(metrics.Sources{Eviction: a.evictor.Status, Cache: a.cache.Stats, Replication: a.repl.Status})
 	a.ops = a.srv.EnableOps(server.OpsConfig{
-		Auth:      server.AuthConfig{User: cfg.Security.User, Password: cfg.Security.Password},
+		Auth: server.AuthConfig{User: cfg.Security.User, Password: cfg.Security.Password,
+			ReadOnlyUser: cfg.Security.ReadOnlyUser, ReadOnlyPassword: cfg.Security.ReadOnlyPassword},
 		AccessLog: cfg.Goreka.AccessLog,
 		Logger:    log.With("component", "access"),
 		Metrics:   a.metrics,

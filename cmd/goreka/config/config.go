@@ -63,6 +63,9 @@ type SSLConfig struct {
 type SecurityConfig struct {
 	User     string // spring.security.user.name
 	Password string // spring.security.user.password
+
+	ReadOnlyUser     string // goreka.security.read-only-user
+	ReadOnlyPassword string // goreka.security.read-only-password
 }
 
 // InstanceConfig describes this server as a Eureka instance.

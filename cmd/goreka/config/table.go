@@ -59,6 +59,8 @@ var properties = []property{
 	{name: "spring.application.name", def: "eureka-server", doc: "Application name of this server (its own instance registers under it, upper-cased).", set: strField(func(c *Config) *string { return &c.AppName })},
 	{name: "spring.security.user.name", def: "", dynamic: "user when a password is set", doc: "Basic-auth user.", set: strField(func(c *Config) *string { return &c.Security.User })},
 	{name: "spring.security.user.password", def: "", doc: "Basic-auth password; empty turns authentication off.", set: strField(func(c *Config) *string { return &c.Security.Password }), secret: true},
+	{name: "goreka.security.read-only-user", def: "", doc: "A second basic-auth user that may only read (GET, HEAD): dashboards, scrapers, fetch-only clients.", set: strField(func(c *Config) *string { return &c.Security.ReadOnlyUser })},
+	{name: "goreka.security.read-only-password", def: "", doc: "Password of goreka.security.read-only-user; both must be set.", set: strField(func(c *Config) *string { return &c.Security.ReadOnlyPassword }), secret: true},
 	{name: "logging.level.root", def: "info", doc: "Log level: trace, debug, info, warn, error, fatal or off.", set: levelField(func(c *Config) *slog.Level { return &c.Logging.Root })},
 	{name: "logging.level.goreka", def: "", dynamic: "logging.level.root", doc: "Log level of goreka's own components.", set: levelField(func(c *Config) *slog.Level { return &c.Logging.Goreka })},
 
