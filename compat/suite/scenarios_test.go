@@ -22,6 +22,7 @@ var scenarioNames = []string{
 	"f server restart",
 	"g metadata",
 	"h basic auth",
+	"w warm restart",
 }
 
 type outcome int
@@ -31,6 +32,8 @@ const (
 	fail
 	skip
 	known // a step this client (or this server) cannot do, for a reason proven and written down: never a pass
+	// notApplicable: the scenario tests a feature this server does not have (w on stock): never a pass
+	notApplicable
 )
 
 // limitation is a known reason why one step of a scenario cannot pass. label is what the table shows.

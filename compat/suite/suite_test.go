@@ -29,6 +29,9 @@ type target struct {
 	// authArgs, when set, are extra arguments that make the server require user:pass (scenario h).
 	// Hook: goreka's basic auth arrives later; fill this in then.
 	authArgs func(user, pass string) []string
+	// snapshotArgs, when set, are extra arguments that make the server keep its registry in the file path
+	// across a restart (scenario w); nil: the scenario does not apply (notes[w] says why).
+	snapshotArgs func(path string) []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
 	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
@@ -221,6 +224,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			env:  func(port int) []string { return []string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=localhost"} },
 			notes: map[string]string{
 				"h basic auth": "the stock server has no Spring Security in this build",
+				wScenario:      "Eureka keeps its registry in memory only",
 			},
 			clientLimits: map[string]map[string]limitation{
 				"netflix-java": {"c back": {naOnStock, stock404}, "f re-register": {naOnStock, stock404}},
@@ -248,6 +252,9 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			env: func(int) []string { return nil },
 			authArgs: func(u, p string) []string {
 				return []string{"--spring.security.user.name=" + u, "--spring.security.user.password=" + p}
+			},
+			snapshotArgs: func(path string) []string {
+				return []string{"--goreka.snapshot.path=" + path, "--goreka.snapshot.interval=1s"}
 			},
 		}, nil
 	}
@@ -427,6 +434,9 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 	}
 	wg.Wait()
 	_ = srv.p.stop(syscall.SIGTERM, 20*time.Second)
+
+	// (w) warm restart: its own server (with the snapshot) and agents, so that f above keeps its empty registry.
+	s.runWarmRestart(t, tg, runs, outDir, auth, useAuth, buildErr)
 	t.Logf("%s: done in %s", name, time.Since(start).Round(time.Second))
 	return runs, tg.notes
 }
@@ -526,6 +536,8 @@ func renderTable(target string, clients []string, runs []*clientRun, notes map[s
 				cell = "pass"
 			case res.outcome == skip:
 				cell = "skip"
+			case res.outcome == notApplicable:
+				cell = "n/a"
 			case res.outcome == known:
 				cell = strings.SplitN(res.detail, ":", 2)[0]
 			default:
