@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,16 @@ import (
 )
 
 func main() {
+	// Most of goreka's heap is the registry itself, alive for the life of the
+	// process, and it allocates little per request (a heartbeat allocates
+	// nothing). Go's default GOGC=100 lets the heap grow to twice the live
+	// registry between collections; 50 keeps resident memory about a sixth
+	// lower (10k instances: 60 -> 50 MiB) for a collection cost that does not
+	// show in the load tool's throughput. GOGC (and GOMEMLIMIT) in the
+	// environment still take precedence.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
