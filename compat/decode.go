@@ -101,8 +101,25 @@ const (
 	defaultCountryID  = 1
 )
 
-// maxSecs keeps seconds * time.Second within int64.
-const maxSecs = math.MaxInt64 / int64(time.Second)
+// maxSecs is the largest lease timing accepted: Java keeps durationInSecs
+// and renewalIntervalInSecs in an int, and Jackson refuses larger numbers.
+const maxSecs = math.MaxInt32
+
+// dataCenterName checks a data-center name. Java only knows Netflix, Amazon
+// and MyOwn (DataCenterInfo.Name) and answers 400 to anything else; storing
+// another name would break every Spring Cloud client's fetch, which fails on
+// an unknown enum value. A name that differs only in case is corrected.
+func dataCenterName(name string) (string, error) {
+	for _, known := range []string{registry.DataCenterMyOwn, registry.DataCenterAmazon, registry.DataCenterNetflix} {
+		if strings.EqualFold(name, known) {
+			return known, nil
+		}
+	}
+	if name == "" {
+		return "", nil
+	}
+	return "", &fieldError{name: "dataCenterInfo.name", value: name, err: errors.New("not one of MyOwn, Amazon, Netflix")}
+}
 
 // toLeaseView interprets w. In XML, statuses are upper-cased before lookup
 // (InstanceStatus.toEnum); in JSON they are case-sensitive (EnumLookup).
@@ -154,7 +171,9 @@ func (w *wireInstance) toLeaseView(f Format) (*registry.LeaseView, error) {
 		in.CountryID = int(n)
 	}
 	if dc := w.DataCenterInfo; dc != nil {
-		in.DataCenterInfo.Name = dc.Name.s
+		if in.DataCenterInfo.Name, err = dataCenterName(dc.Name.s); err != nil {
+			return nil, err
+		}
 		if in.DataCenterInfo.Name == "" && dc.Class.s == classAmazonInfo {
 			in.DataCenterInfo.Name = registry.DataCenterAmazon
 		}
@@ -297,7 +316,10 @@ func parseSecs(v wireValue, name string) (time.Duration, error) {
 	if err != nil || n <= 0 {
 		return 0, err
 	}
-	return time.Duration(min(n, maxSecs)) * time.Second, nil
+	if n > maxSecs {
+		return 0, &fieldError{name: name, value: strconv.FormatInt(n, 10), err: errors.New("out of range")}
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // fieldError names the field that holds a bad value.

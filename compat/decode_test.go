@@ -262,7 +262,7 @@ func TestDecodeLeniency(t *testing.T) {
 		{"xml metadata names unescaped", XML, `<instance><metadata><a__b>1</a__b><_-x>2</_-x></metadata></instance>`, func(in *registry.Instance) bool {
 			return reflect.DeepEqual(in.Metadata, map[string]string{"a_b": "1", "$x": "2"})
 		}},
-		{"dataCenterInfo without @class", JSON, base(`,"dataCenterInfo":{"name":"Weird"}`), func(in *registry.Instance) bool { return in.DataCenterInfo.Name == "Weird" }},
+		{"dataCenterInfo without @class", JSON, base(`,"dataCenterInfo":{"name":"MyOwn"}`), func(in *registry.Instance) bool { return in.DataCenterInfo.Name == "MyOwn" }},
 		{"unknown fields ignored", JSON, base(`,"foo":{"bar":[1,2]},"identifyingAttribute":"EC2_InstanceId"`), func(in *registry.Instance) bool { return in.HostName == "h" }},
 		{"bad actionType dropped", JSON, base(`,"actionType":"EXPLODED"`), func(in *registry.Instance) bool { return in.ActionType == "" }},
 		{"sid na is default", JSON, base(`,"sid":"na"`), func(in *registry.Instance) bool { return in.SID == "" }},
@@ -346,5 +346,24 @@ func TestXMLCharacterReferences(t *testing.T) {
 	}
 	if in.HostName != `a&b<AB"'>` {
 		t.Errorf("got %q", in.HostName)
+	}
+}
+
+func TestDecodeDataCenterNameAndLeaseRange(t *testing.T) {
+	body := func(dc, dur string) []byte {
+		return []byte(`{"instance":{"instanceId":"i","hostName":"h","app":"A","ipAddr":"1.2.3.4",` +
+			`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"` + dc + `"},` +
+			`"leaseInfo":{"durationInSecs":` + dur + `}}}`)
+	}
+	in, err := DecodeInstance(body("myown", "90"), JSON)
+	if err != nil || in.DataCenterInfo.Name != "MyOwn" {
+		t.Fatalf("case-corrected name: %v %+v", err, in)
+	}
+	var de *DecodeError
+	if _, err := DecodeInstance(body("Default", "90"), JSON); !errors.As(err, &de) {
+		t.Fatalf("unknown data-center name must not decode: %v", err)
+	}
+	if _, err := DecodeInstance(body("MyOwn", "4000000000"), JSON); !errors.As(err, &de) {
+		t.Fatalf("durationInSecs beyond Java's int must not decode: %v", err)
 	}
 }
