@@ -199,7 +199,9 @@ func (r *Registry) Register(in *Instance, replication bool) (*Instance, error) {
 	}
 	now := r.now()
 	if in.LastDirtyTimestamp.IsZero() {
-		in.LastDirtyTimestamp = now
+		// Milliseconds, as on the wire: a copy that comes back from a peer
+		// with the same timestamp must compare equal, not older.
+		in.LastDirtyTimestamp = now.Truncate(time.Millisecond)
 	}
 	if in.DataCenterInfo.Name == DataCenterAmazon && in.DataCenterInfo.Metadata["instance-id"] == "" {
 		if in.DataCenterInfo.Metadata == nil {

@@ -527,3 +527,22 @@ func TestDeltaHashConsistencyUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("%d of 300 deltas left the client with a hash mismatch", mismatches)
 	}
 }
+
+func TestGeneratedDirtyTimestampIsMilliseconds(t *testing.T) {
+	c := newClock()
+	c.Add(123456789 * time.Nanosecond)
+	r := New(Options{Now: c.Now})
+	a := inst("svc", "a", StatusUp)
+	a.Metadata = map[string]string{"v": "old"}
+	stored := mustRegister(t, r, a, false)
+	if stored.LastDirtyTimestamp.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Fatalf("lastDirtyTimestamp %v has sub-millisecond precision", stored.LastDirtyTimestamp)
+	}
+	// The same copy back from a peer, with the timestamp as the wire carries it.
+	b := inst("svc", "a", StatusUp)
+	b.Metadata = map[string]string{"v": "new"}
+	b.LastDirtyTimestamp = time.UnixMilli(stored.LastDirtyTimestamp.UnixMilli())
+	if got := mustRegister(t, r, b, true); got.Metadata["v"] != "new" {
+		t.Fatal("an equal timestamp must let the incoming copy win")
+	}
+}
