@@ -173,10 +173,13 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	}
 	vw := &valueWriter{zw: zw, hash: xxhash.New(), keep: true}
 	found, err := write(vw)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
+	if err != nil || !found {
+		// Keep the compressor (about 800 KB of state) for the next load.
+		zw.Reset(io.Discard)
+		pool.Put(zw)
+		if err != nil {
+			return nil, err
+		}
 		return &Value{NotFound: true, Built: now()}, nil
 	}
 	if err := zw.Close(); err != nil {
