@@ -153,6 +153,12 @@ func (r *Replicator) itemOf(e registry.Event) (compat.ReplicationItem, bool) {
 		if e.Instance == nil {
 			return it, false
 		}
+		if _, ok := r.reg.Get(e.App, e.ID); !ok {
+			// Cancelled since: events are emitted after the registry's lock
+			// is released, so this Register may be queued after its own
+			// Cancel and would leave the instance on the peer.
+			return it, false
+		}
 		it.Action = compat.ActionRegister
 		it.Instance = r.viewOf(e.App, e.ID, e.Instance)
 		it.Status = string(it.Instance.Instance.Status)
