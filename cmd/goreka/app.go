@@ -218,15 +218,18 @@ func (a *app) onEvent(e registry.Event) {
 // AllowAccess is Eureka's shouldAllowAccess: reads are refused for
 // wait-time-in-ms-when-sync-empty after a start-up sync that found nothing,
 // unless default-open-for-traffic-count (Spring's default 1) stood in for it.
-// A read that arrives during the start-up sync waits for it, up to one
-// peer's connect and read timeouts, and is refused after that: answering
+// A read that arrives during the start-up sync waits for it, up to half a
+// peer's read timeout, and is refused after that: answering
 // from a half-copied registry would tell clients that instances are gone.
 func (a *app) AllowAccess() bool {
 	select {
 	case <-a.opened:
 	default:
 		es := a.cfg.EurekaServer
-		t := time.NewTimer(es.PeerNodeConnectTimeout + es.PeerNodeReadTimeout)
+		// Shorter than a peer's read timeout: goreka peers starting together
+		// each hold the others' sync reads, and must refuse them before the
+		// reader gives up on its own.
+		t := time.NewTimer(es.PeerNodeReadTimeout / 2)
 		defer t.Stop()
 		select {
 		case <-a.opened:
@@ -364,8 +367,13 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		close(errc)
 	}()
 	count := a.syncUp(ctx)
-	if restored > 0 {
-		count = a.reg.Size() // restored and synced instances overlap: count each once
+	if restored > 0 && count == 0 {
+		// Standalone, or no peer answered: the snapshot is the best estimate
+		// of the clients that will renew. When peers answered, their count
+		// wins, as in Eureka: restored instances that died while this node
+		// was down are not counted, so they cannot hold self-preservation
+		// on and keep themselves from being evicted.
+		count = a.reg.Size()
 	}
 	a.openForTraffic(count)
 	a.ops.SetReady(true)
@@ -389,7 +397,12 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	}
 	replStop()
 	<-replDone
-	if err := a.repl.Flush(sctx); err != nil {
+	// Its own deadline: a drain that used up the HTTP shutdown time must not
+	// leave the queued cancels of a rolling deploy unsent.
+	es := a.cfg.EurekaServer
+	fctx, fcancel := context.WithTimeout(context.Background(), es.PeerNodeConnectTimeout+2*es.PeerNodeReadTimeout)
+	defer fcancel()
+	if err := a.repl.Flush(fctx); err != nil {
 		a.log.Warn("replication queues not flushed before the deadline", "err", err)
 	}
 	cancel()
