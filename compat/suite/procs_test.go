@@ -107,14 +107,43 @@ func (ps *procs) killAll() {
 }
 
 // freePort asks the kernel for a free loopback port.
+// freePort hands out a port that is free now, below the kernel's ephemeral
+// range (32768-60999 here): a port taken from ":0" lies in that range, and
+// between our check and the agent's bind, any outgoing connection of the
+// JVMs, node or python may take it as its local port ("Address already in
+// use" at start-up). Ports are handed out once per run.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portMu.Lock()
+	defer portMu.Unlock()
+	if nextPort == 0 {
+		nextPort = portLow + int(time.Now().UnixNano()%int64(portHigh-portLow))
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	for range portHigh - portLow {
+		p := nextPort
+		if nextPort++; nextPort >= portHigh {
+			nextPort = portLow
+		}
+		if handedOut[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		handedOut[p] = true
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port in %d-%d", portLow, portHigh-1)
 }
+
+const portLow, portHigh = 20000, 32000
+
+var (
+	portMu    sync.Mutex
+	nextPort  int
+	handedOut = map[int]bool{}
+)
 
 // tail returns the last n lines of a file.
 func tail(path string, n int) string {
