@@ -478,13 +478,10 @@ func (r *Registry) cancel(app, id string, kind EventKind, replication bool, cond
 func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, replication bool) error {
 	app = strings.ToUpper(app)
 	now := r.now()
-	r.mu.Lock()
-	l := r.apps[app][id]
+	l := r.lockLease(app, id, now)
 	if l == nil {
-		r.mu.Unlock()
 		return ErrNotFound
 	}
-	l.renew(now)
 	old := l.inst
 	in := old
 	if old.Status != s {
@@ -495,6 +492,21 @@ func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, r
 
 	r.emit(Event{Kind: EventStatusUpdate, App: app, ID: id, Instance: in, Prev: old.Status, Status: s, Replicated: replication})
 	return nil
+}
+
+// lockLease takes the write lock and renews the lease of app/id, as
+// Eureka's statusUpdate and deleteStatusOverride do. It returns nil, with
+// the lock released, when there is no such lease; otherwise the caller
+// unlocks.
+func (r *Registry) lockLease(app, id string, now time.Time) *lease {
+	r.mu.Lock()
+	l := r.apps[app][id]
+	if l == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	l.renew(now)
+	return l
 }
 
 // modifyLocked stores a MODIFIED copy of l's instance with a new status and
@@ -522,13 +534,10 @@ func (r *Registry) DeleteStatusOverride(app, id string, s Status, lastDirty time
 		s = StatusUnknown
 	}
 	now := r.now()
-	r.mu.Lock()
-	l := r.apps[app][id]
+	l := r.lockLease(app, id, now)
 	if l == nil {
-		r.mu.Unlock()
 		return ErrNotFound
 	}
-	l.renew(now)
 	old := l.inst
 	in := old
 	if _, had := r.overrides[id]; had {
