@@ -33,6 +33,25 @@ func benchServer(b *testing.B, n int) (*Server, *registry.Registry) {
 	return New(Config{}, Deps{Registry: reg, Cache: cache.NewStreaming(cache.DefaultConfig(), NewLoader(reg))}), reg
 }
 
+// staticGzip is the baseline: a bare handler writing fixed gzip JSON bytes.
+func staticGzip(body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(body)
+	})
+}
+
+// renewRequests builds n heartbeats for instances of benchServer.
+func renewRequests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		reqs[i] = httptest.NewRequest("PUT", fmt.Sprintf("/eureka/apps/%s/host-%05d:%s:8080?status=UP", app, i, app), nil)
+	}
+	return reqs
+}
+
 type discard struct{ h http.Header }
 
 func (d *discard) Header() http.Header         { return d.h }
@@ -69,12 +88,7 @@ func BenchmarkStaticBytes10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := v.Gzip
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Write(body)
-	})
+	h := staticGzip(v.Gzip)
 	r := fullFetchRequest()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -89,11 +103,7 @@ func BenchmarkStaticBytes10k(b *testing.B) {
 // BenchmarkRenewHTTP10k is a heartbeat through the router.
 func BenchmarkRenewHTTP10k(b *testing.B) {
 	s, _ := benchServer(b, 10_000)
-	reqs := make([]*http.Request, 1000)
-	for i := range reqs {
-		app := fmt.Sprintf("APP-%03d", i%200)
-		reqs[i] = httptest.NewRequest("PUT", fmt.Sprintf("/eureka/apps/%s/host-%05d:%s:8080?status=UP", app, i, app), nil)
-	}
+	reqs := renewRequests(1000)
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -125,11 +135,7 @@ func BenchmarkRenewHTTP10kDuringFullFetches(b *testing.B) {
 			}
 		}
 	}()
-	reqs := make([]*http.Request, 1000)
-	for i := range reqs {
-		app := fmt.Sprintf("APP-%03d", i%200)
-		reqs[i] = httptest.NewRequest("PUT", fmt.Sprintf("/eureka/apps/%s/host-%05d:%s:8080?status=UP", app, i, app), nil)
-	}
+	reqs := renewRequests(1000)
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -188,10 +194,5 @@ func BenchmarkStaticHTTP10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := v.Gzip
-	benchHTTPFetch(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Write(body)
-	}))
+	benchHTTPFetch(b, staticGzip(v.Gzip))
 }
