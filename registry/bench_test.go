@@ -28,8 +28,8 @@ func BenchmarkRenew10k(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if res, _ := r.Renew(reqs[i%len(reqs)]); res != RenewOK {
-			b.Fatal(res)
+		if err := r.Renew(reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
 		}
 		i++
 	}

@@ -23,38 +23,32 @@ const (
 // node must drop a silent instance on the same schedule (evictions are not
 // replicated). See docs/OPERATIONS.md, "Leases and eviction".
 //
+// The lease timings are the stored instance's LeaseInfo, defaulted when it
+// is stored: they are held once.
+//
 // inst is replaced, never mutated, and only under the registry's write lock;
 // lastUpdate is atomic because Renew runs under the read lock.
 type lease struct {
-	inst            *Instance
-	duration        time.Duration
-	renewalInterval time.Duration
-	registered      time.Time
-	lastUpdate      atomic.Int64 // unix nanoseconds (Eureka's lastUpdateTimestamp)
-	eviction        time.Time    // set once, on cancel or eviction
-	serviceUp       time.Time
+	inst       *Instance
+	registered time.Time
+	lastUpdate atomic.Int64 // unix nanoseconds (Eureka's lastUpdateTimestamp)
+	eviction   time.Time    // set once, on cancel or eviction
+	serviceUp  time.Time
+	rev        int64 // revision of the last change; under the write lock
 }
 
+// newLease starts a lease for in, whose LeaseInfo is defaulted.
 func newLease(in *Instance, now time.Time) *lease {
-	l := &lease{
-		inst:            in,
-		duration:        in.LeaseInfo.Duration,
-		renewalInterval: in.LeaseInfo.RenewalInterval,
-		registered:      now,
-	}
-	if l.duration <= 0 {
-		l.duration = DefaultLeaseDuration
-	}
-	if l.renewalInterval <= 0 {
-		l.renewalInterval = DefaultRenewalInterval
-	}
+	l := &lease{inst: in, registered: now}
 	l.lastUpdate.Store(now.UnixNano())
 	return l
 }
 
+func (l *lease) duration() time.Duration { return l.inst.LeaseInfo.Duration }
+
 // renew is Lease.renew: lastUpdate = now + duration (the quirk above).
 func (l *lease) renew(now time.Time) {
-	l.lastUpdate.Store(now.Add(l.duration).UnixNano())
+	l.lastUpdate.Store(now.Add(l.duration()).UnixNano())
 }
 
 // expired is Lease.isExpired(additionalLeaseMs).
@@ -62,7 +56,7 @@ func (l *lease) expired(now time.Time, extra time.Duration) bool {
 	if !l.eviction.IsZero() {
 		return true
 	}
-	deadline := l.lastUpdate.Load() + int64(l.duration) + int64(extra)
+	deadline := l.lastUpdate.Load() + int64(l.duration()) + int64(extra)
 	return now.UnixNano() > deadline
 }
 
@@ -73,7 +67,8 @@ func (l *lease) view() LeaseView {
 		LastRenewalTimestamp:  time.Unix(0, l.lastUpdate.Load()),
 		EvictionTimestamp:     l.eviction,
 		ServiceUpTimestamp:    l.serviceUp,
-		RenewalInterval:       l.renewalInterval,
-		Duration:              l.duration,
+		RenewalInterval:       l.inst.LeaseInfo.RenewalInterval,
+		Duration:              l.inst.LeaseInfo.Duration,
+		Revision:              l.rev,
 	}
 }

@@ -165,32 +165,49 @@ func TestRenewDirtyTimestamp(t *testing.T) {
 	in.LastDirtyTimestamp = c.Now()
 	mustRegister(t, r, in, false)
 	stored := c.Now()
+	// want is what errors.Is/As must find; nil means success.
+	var conflict *ConflictError
 	tests := []struct {
 		name string
 		req  RenewRequest
-		want RenewResult
+		want error
 	}{
-		{"unknown", RenewRequest{App: "svc", ID: "zz"}, RenewNotFound},
-		{"no timestamp", RenewRequest{App: "svc", ID: "a"}, RenewOK},
-		{"equal", RenewRequest{App: "SVC", ID: "a", LastDirtyTimestamp: stored}, RenewOK},
-		{"client newer", RenewRequest{App: "svc", ID: "a", LastDirtyTimestamp: stored.Add(time.Second)}, RenewNotFound},
-		{"client older", RenewRequest{App: "svc", ID: "a", LastDirtyTimestamp: stored.Add(-time.Second)}, RenewOK},
-		{"peer older", RenewRequest{App: "svc", ID: "a", Replication: true, LastDirtyTimestamp: stored.Add(-time.Second)}, RenewConflict},
-		{"peer newer", RenewRequest{App: "svc", ID: "a", Replication: true, LastDirtyTimestamp: stored.Add(time.Second)}, RenewNotFound},
+		{"unknown", RenewRequest{App: "svc", ID: "zz"}, ErrNotFound},
+		{"no timestamp", RenewRequest{App: "svc", ID: "a"}, nil},
+		{"equal", RenewRequest{App: "SVC", ID: "a", LastDirtyTimestamp: stored}, nil},
+		{"client newer", RenewRequest{App: "svc", ID: "a", LastDirtyTimestamp: stored.Add(time.Second)}, ErrNewerCopy},
+		{"client older", RenewRequest{App: "svc", ID: "a", LastDirtyTimestamp: stored.Add(-time.Second)}, nil},
+		{"peer older", RenewRequest{App: "svc", ID: "a", FromPeer: true, LastDirtyTimestamp: stored.Add(-time.Second)}, conflict},
+		{"peer newer", RenewRequest{App: "svc", ID: "a", FromPeer: true, LastDirtyTimestamp: stored.Add(time.Second)}, ErrNewerCopy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, v := r.Renew(tc.req)
-			if got != tc.want {
-				t.Fatalf("Renew = %d, want %d", got, tc.want)
+			err := r.Renew(tc.req)
+			switch want := tc.want.(type) {
+			case nil:
+				if err != nil {
+					t.Fatalf("Renew = %v, want success", err)
+				}
+			case *ConflictError:
+				var ce *ConflictError
+				if !errors.As(err, &ce) {
+					t.Fatalf("Renew = %v, want a conflict", err)
+				}
+				if ce.Stored.Instance == nil || ce.Stored.Instance.ID() != "a" {
+					t.Fatalf("conflict without the stored instance: %+v", ce.Stored)
+				}
+			default:
+				if !errors.Is(err, want) {
+					t.Fatalf("Renew = %v, want %v", err, want)
+				}
 			}
-			if got == RenewConflict && (v.Instance == nil || v.Instance.ID() != "a") {
-				t.Fatalf("conflict without the stored instance: %+v", v)
+			if tc.want == ErrNewerCopy && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("ErrNewerCopy must be an ErrNotFound (both are 404)")
 			}
 		})
 	}
 	// A newer peer heartbeat carrying an override stores it.
-	r.Renew(RenewRequest{App: "svc", ID: "a", Replication: true, LastDirtyTimestamp: stored.Add(time.Second), OverriddenStatus: StatusOutOfService})
+	r.Renew(RenewRequest{App: "svc", ID: "a", FromPeer: true, LastDirtyTimestamp: stored.Add(time.Second), OverriddenStatus: StatusOutOfService})
 	if r.StatusOverrides()["a"] != StatusOutOfService {
 		t.Fatalf("peer override not stored: %v", r.StatusOverrides())
 	}
@@ -219,8 +236,8 @@ func TestStatusOverrideLifecycle(t *testing.T) {
 		t.Fatalf("DOWN not believed: %s", s)
 	}
 	mustRegister(t, r, inst("svc", "a", StatusUp), false)
-	if res, _ := r.Renew(RenewRequest{App: "svc", ID: "a"}); res != RenewOK {
-		t.Fatalf("renew with override = %d", res)
+	if err := r.Renew(RenewRequest{App: "svc", ID: "a"}); err != nil {
+		t.Fatalf("renew with override: %v", err)
 	}
 	// Removing the override without a value leaves UNKNOWN -> next renew 404.
 	if err := r.DeleteStatusOverride("svc", "a", "", time.Time{}, false); err != nil {
@@ -229,8 +246,8 @@ func TestStatusOverrideLifecycle(t *testing.T) {
 	if s := status(t, r, "svc", "a"); s != StatusUnknown {
 		t.Fatalf("after delete: %s", s)
 	}
-	if res, _ := r.Renew(RenewRequest{App: "svc", ID: "a"}); res != RenewNotFound {
-		t.Fatalf("renew after delete = %d, want 404", res)
+	if err := r.Renew(RenewRequest{App: "svc", ID: "a"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("renew after delete: %v, want not found", err)
 	}
 	c.Add(time.Second)
 	mustRegister(t, r, inst("svc", "a", StatusUp), false)
@@ -282,7 +299,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("expected %d", r.ExpectedClients())
 	}
 	last := (*events)[len(*events)-1]
-	if last.Kind != EventCancel || last.Instance.ActionType != ActionDeleted {
+	if last.Kind != EventCancel || last.Instance().ActionType != ActionDeleted {
 		t.Fatalf("last event %+v", last)
 	}
 	d := r.Delta()
@@ -373,7 +390,7 @@ func TestUpdateMetadata(t *testing.T) {
 	if a.Metadata["k"] != "1" {
 		t.Fatal("stored instance was mutated in place")
 	}
-	if e := (*events)[len(*events)-1]; e.Kind != EventRegister || e.Replicated {
+	if e := (*events)[len(*events)-1]; e.Kind != EventRegister || e.FromPeer {
 		t.Fatalf("metadata update must replicate as a Register: %+v", e)
 	}
 	if _, err := r.UpdateMetadata("svc", "zz", nil); !errors.Is(err, ErrNotFound) {

@@ -66,7 +66,7 @@ func (s Snapshot) SameState(prev Snapshot) bool {
 // recently-changed queue is left alone, the expected-clients count too (the
 // caller's openForTraffic sets it), and nothing is replicated.
 //
-// Restore reports each loaded instance as an EventRegister with Replicated
+// Restore reports each loaded instance as an EventRegister with FromPeer
 // true, exactly like a start-up sync from a peer, so listeners that keep
 // derived state (cache, per-status counts) see it and replication ignores
 // it. Instances that fail Validate, and ids already registered (a live
@@ -74,7 +74,7 @@ func (s Snapshot) SameState(prev Snapshot) bool {
 // are kept. Restore copies the instances it stores: s is not modified.
 func (r *Registry) Restore(s Snapshot) int {
 	now := r.now()
-	events := make([]Event, 0, len(s.Instances))
+	n := 0
 	r.mu.Lock()
 	for i := range s.Instances {
 		v := &s.Instances[i]
@@ -96,13 +96,8 @@ func (r *Registry) Restore(s Snapshot) int {
 			r.apps[in.App] = group
 		}
 		in.IsCoordinatingDiscoveryServer = r.selfID != "" && id == r.selfID
-		l := &lease{
-			inst:            in,
-			duration:        cmp.Or(max(v.Duration, 0), DefaultLeaseDuration),
-			renewalInterval: cmp.Or(max(v.RenewalInterval, 0), DefaultRenewalInterval),
-			registered:      v.RegistrationTimestamp,
-			serviceUp:       v.ServiceUpTimestamp,
-		}
+		in.LeaseInfo = LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}.WithDefaults()
+		l := &lease{inst: in, registered: v.RegistrationTimestamp, serviceUp: v.ServiceUpTimestamp}
 		if l.registered.IsZero() {
 			l.registered = now
 		}
@@ -113,7 +108,8 @@ func (r *Registry) Restore(s Snapshot) int {
 		group[id] = l
 		r.size++
 		r.counts[in.Status]++
-		events = append(events, Event{Kind: EventRegister, App: in.App, ID: id, Instance: in, Replicated: true})
+		r.commitLocked(EventRegister, l, "", "", true, true)
+		n++
 	}
 	for id, st := range s.Overrides {
 		if _, ok := ParseStatus(string(st)); !ok {
@@ -124,9 +120,6 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 	}
 	r.mu.Unlock()
-
-	for _, e := range events {
-		r.emit(e)
-	}
-	return len(events)
+	r.deliver()
+	return n
 }

@@ -30,8 +30,8 @@ func populated(t *testing.T) (*Registry, *clock) {
 	}
 	r.storeOverride("GONE", "gone-1", StatusDown)
 	c.Add(time.Second)
-	if res, _ := r.Renew(RenewRequest{App: "SVC", ID: "svc-1"}); res != RenewOK {
-		t.Fatalf("renew: %d", res)
+	if err := r.Renew(RenewRequest{App: "SVC", ID: "svc-1"}); err != nil {
+		t.Fatalf("renew: %v", err)
 	}
 	return r, c
 }
@@ -95,8 +95,8 @@ func TestExportRestoreRoundTrip(t *testing.T) {
 	}
 	// The override rules still apply after a restore: a heartbeat keeps
 	// the overridden status.
-	if res, _ := dst.Renew(RenewRequest{App: "SVC", ID: "svc-2"}); res != RenewOK || status(t, dst, "SVC", "svc-2") != StatusOutOfService {
-		t.Errorf("renew after restore: %d, %s", res, status(t, dst, "SVC", "svc-2"))
+	if err := dst.Renew(RenewRequest{App: "SVC", ID: "svc-2"}); err != nil || status(t, dst, "SVC", "svc-2") != StatusOutOfService {
+		t.Errorf("renew after restore: %v, %s", err, status(t, dst, "SVC", "svc-2"))
 	}
 }
 
@@ -108,7 +108,7 @@ func TestRestoreReportsReplicatedRegisters(t *testing.T) {
 		t.Fatalf("%d events for %d restored instances", len(*events), n)
 	}
 	for _, e := range *events {
-		if e.Kind != EventRegister || !e.Replicated || e.Prev != "" || e.Instance == nil || e.Instance.ID() != e.ID {
+		if e.Kind != EventRegister || !e.FromPeer || e.Prev != "" || e.Instance() == nil || e.Instance().ID() != e.ID {
 			t.Errorf("event %+v: want a replicated Register of a new instance", e)
 		}
 	}
@@ -132,8 +132,8 @@ func TestRestoredLeaseExpiresAfterItsOwnDuration(t *testing.T) {
 		t.Fatalf("expired %v, want svc-1 (15 s lease) only", exp)
 	}
 	c.Add(DefaultLeaseDuration - 15*time.Second)
-	if res, _ := dst.Renew(RenewRequest{App: "OTHER", ID: "other-1"}); res != RenewOK {
-		t.Fatalf("renew other-1: %d", res)
+	if err := dst.Renew(RenewRequest{App: "OTHER", ID: "other-1"}); err != nil {
+		t.Fatalf("renew other-1: %v", err)
 	}
 	c.Add(time.Nanosecond)
 	if exp := dst.Expired(c.Now(), 0); !reflect.DeepEqual(exp, []InstanceKey{{"SVC", "svc-1"}, {"SVC", "svc-2"}}) {
@@ -201,7 +201,7 @@ func TestSameState(t *testing.T) {
 		{"delete override", func() { r.DeleteStatusOverride("NEW", "new-1", StatusUp, time.Time{}, false) }, true},
 		{"metadata", func() { r.UpdateMetadata("NEW", "new-1", map[string]string{"k": "v"}) }, true},
 		{"peer override on heartbeat", func() {
-			r.Renew(RenewRequest{App: "NEW", ID: "new-1", Replication: true,
+			r.Renew(RenewRequest{App: "NEW", ID: "new-1", FromPeer: true,
 				LastDirtyTimestamp: c.Now().Add(time.Hour), OverriddenStatus: StatusOutOfService})
 		}, true},
 		{"override of unregistered id", func() { r.storeOverride("NOPE", "nope", StatusDown) }, true},

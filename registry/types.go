@@ -19,16 +19,6 @@ const (
 	StatusUnknown      Status = "UNKNOWN"
 )
 
-// ParseStatus returns the Status named exactly s (case-sensitive, as
-// InstanceStatus.valueOf) and whether it is one of Eureka's statuses.
-func ParseStatus(s string) (Status, bool) {
-	switch Status(s) {
-	case StatusUp, StatusDown, StatusStarting, StatusOutOfService, StatusUnknown:
-		return Status(s), true
-	}
-	return "", false
-}
-
 // ActionType says how an instance changed, as written in a delta.
 type ActionType string
 
@@ -62,8 +52,21 @@ type DataCenterInfo struct {
 // LeaseInfo holds the lease timings a registrant asks for. The timestamps a
 // server publishes come from the lease, not from here.
 type LeaseInfo struct {
-	RenewalInterval time.Duration // renewalIntervalInSecs, 0 = default 30 s
-	Duration        time.Duration // durationInSecs, 0 = default 90 s
+	RenewalInterval time.Duration // renewalIntervalInSecs, 0 = DefaultRenewalInterval
+	Duration        time.Duration // durationInSecs, 0 = DefaultLeaseDuration
+}
+
+// WithDefaults fills a zero or negative timing with Eureka's default. The
+// registry stores instances with their timings defaulted, so the lease and
+// every view read them from one place.
+func (li LeaseInfo) WithDefaults() LeaseInfo {
+	if li.RenewalInterval <= 0 {
+		li.RenewalInterval = DefaultRenewalInterval
+	}
+	if li.Duration <= 0 {
+		li.Duration = DefaultLeaseDuration
+	}
+	return li
 }
 
 // Instance is one registered application instance (Eureka's InstanceInfo),
@@ -148,6 +151,9 @@ type LeaseView struct {
 	// RenewalInterval and Duration are the registrant's, defaulted.
 	RenewalInterval time.Duration
 	Duration        time.Duration
+	// Revision is the registry revision of the lease's last change (0 in
+	// views that did not come from a registry, e.g. decoded from a peer).
+	Revision int64
 }
 
 // Application is one application's instances, sorted by instance id.
@@ -162,5 +168,8 @@ type Applications struct {
 	VersionDelta int64
 	// HashCode is apps__hashcode for the whole registry at the time of the view.
 	HashCode string
+	// Revision is the registry's revision when the view was taken: the view
+	// holds every change up to it and none after.
+	Revision int64
 	Apps     []Application
 }

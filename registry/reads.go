@@ -1,0 +1,209 @@
+package registry
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Get returns one instance with its lease.
+func (r *Registry) Get(app, id string) (LeaseView, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	l := r.apps[strings.ToUpper(app)][id]
+	if l == nil {
+		return LeaseView{}, false
+	}
+	return l.view(), true
+}
+
+// GetByID returns the instance with this id in any application (the first
+// application by name when several hold it).
+func (r *Registry) GetByID(id string) (LeaseView, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var best *lease
+	for name, group := range r.apps {
+		if l := group[id]; l != nil && (best == nil || name < best.inst.App) {
+			best = l
+		}
+	}
+	if best == nil {
+		return LeaseView{}, false
+	}
+	return best.view(), true
+}
+
+// IsExpired reports whether the view's lease has expired at now (plus extra),
+// for readers that hide expired leases while lease expiration is enabled.
+func (v LeaseView) IsExpired(now time.Time, extra time.Duration) bool {
+	if !v.EvictionTimestamp.IsZero() {
+		return true
+	}
+	return now.After(v.LastRenewalTimestamp.Add(v.Duration + extra))
+}
+
+// Applications returns the full registry (versions__delta 1).
+func (r *Registry) Applications() *Applications {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &Applications{VersionDelta: 1, HashCode: hashCode(r.counts), Revision: r.rev}
+	out.Apps = make([]Application, 0, len(r.apps))
+	for name, group := range r.apps {
+		out.Apps = append(out.Apps, applicationOf(name, group))
+	}
+	slices.SortFunc(out.Apps, func(a, b Application) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func applicationOf(name string, group map[string]*lease) Application {
+	app := Application{Name: name, Instances: make([]LeaseView, 0, len(group))}
+	for _, l := range group {
+		app.Instances = append(app.Instances, l.view())
+	}
+	sortViews(app.Instances)
+	return app
+}
+
+func sortViews(vs []LeaseView) {
+	slices.SortFunc(vs, func(a, b LeaseView) int { return cmp.Compare(a.Instance.ID(), b.Instance.ID()) })
+}
+
+// Application returns one application; false if it has no instances.
+func (r *Registry) Application(name string) (Application, bool) {
+	name = strings.ToUpper(name)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	group := r.apps[name]
+	if len(group) == 0 {
+		return Application{}, false
+	}
+	return applicationOf(name, group), true
+}
+
+// Delta returns the instances changed within the retention window, each in
+// its current state, with the hash of the whole registry taken under the same
+// lock, so a client that applies it reaches exactly that hash. Every call
+// takes a new versions__delta (ResponseCacheImpl bumps it per generation).
+func (r *Registry) Delta() *Applications {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &Applications{VersionDelta: r.versionDelta.Add(1), HashCode: hashCode(r.counts), Revision: r.rev}
+	byApp := make(map[string]map[string]*lease)
+	for _, c := range r.recent {
+		in := c.l.inst
+		g := byApp[in.App]
+		if g == nil {
+			g = make(map[string]*lease)
+			byApp[in.App] = g
+		}
+		g[in.ID()] = c.l
+	}
+	for name, g := range byApp {
+		out.Apps = append(out.Apps, applicationOf(name, g))
+	}
+	slices.SortFunc(out.Apps, func(a, b Application) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// VIP returns the instances whose vipAddress (secure: secureVipAddress)
+// contains name as one of its comma-separated pieces, compared exactly
+// (ResponseCacheImpl.getApplicationsForVip). versions__delta is -1 and the
+// hash covers only the matched instances, as in Eureka.
+func (r *Registry) VIP(name string, secure bool) *Applications {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &Applications{VersionDelta: -1, Revision: r.rev}
+	counts := make(map[Status]int)
+	for appName, group := range r.apps {
+		var app Application
+		for _, l := range group {
+			addr := l.inst.VIPAddress
+			if secure {
+				addr = l.inst.SecureVIPAddress
+			}
+			if !vipMatches(addr, name) {
+				continue
+			}
+			app.Instances = append(app.Instances, l.view())
+			counts[l.inst.Status]++
+		}
+		if len(app.Instances) > 0 {
+			app.Name = appName
+			sortViews(app.Instances)
+			out.Apps = append(out.Apps, app)
+		}
+	}
+	slices.SortFunc(out.Apps, func(a, b Application) int { return cmp.Compare(a.Name, b.Name) })
+	out.HashCode = hashCode(counts)
+	return out
+}
+
+func vipMatches(addr, name string) bool {
+	if addr == "" {
+		return false
+	}
+	for piece := range strings.SplitSeq(addr, ",") {
+		if piece == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StatusOverrides returns a copy of the override map (id -> status).
+func (r *Registry) StatusOverrides() map[string]Status {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return maps.Clone(r.overrides)
+}
+
+// HashCode returns the registry's apps__hashcode now.
+func (r *Registry) HashCode() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return hashCode(r.counts)
+}
+
+// Size returns the number of registered instances.
+func (r *Registry) Size() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.size
+}
+
+// Expired lists the leases expired at now with the eviction job's lateness
+// compensation extra (Lease.isExpired(additionalLeaseMs)).
+func (r *Registry) Expired(now time.Time, extra time.Duration) []InstanceKey {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []InstanceKey
+	for app, group := range r.apps {
+		for id, l := range group {
+			if l.expired(now, extra) {
+				out = append(out, InstanceKey{app, id})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b InstanceKey) int {
+		return cmp.Or(cmp.Compare(a.App, b.App), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// PruneRecentlyChanged drops changes older than retention from the head of
+// the recently-changed queue (Eureka's delta retention task).
+func (r *Registry) PruneRecentlyChanged(retention time.Duration) {
+	cutoff := r.now().Add(-retention)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for n < len(r.recent) && r.recent[n].at.Before(cutoff) {
+		n++
+	}
+	if n > 0 {
+		r.recent = slices.Delete(r.recent, 0, n)
+	}
+}

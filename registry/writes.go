@@ -1,0 +1,465 @@
+package registry
+
+import (
+	"maps"
+	"strings"
+	"time"
+)
+
+// commitLocked gives a change its revision, stamps it on the lease when the
+// stored state changed, and queues the event. The caller holds the write
+// lock and calls deliver after releasing it.
+func (r *Registry) commitLocked(kind EventKind, l *lease, prev, asked Status, changed, fromPeer bool) {
+	r.rev++
+	if changed {
+		l.rev = r.rev
+	}
+	in := l.inst
+	e := Event{Revision: r.rev, Kind: kind, App: in.App, ID: in.ID(), Lease: l.view(), Prev: prev,
+		Status: asked, Changed: changed, FromPeer: fromPeer}
+	r.pendMu.Lock()
+	r.pending = append(r.pending, e)
+	r.pendMu.Unlock()
+}
+
+// prepare normalises and validates a registration outside the lock and
+// fills what the registry derives from it.
+func (r *Registry) prepare(pathApp string, in *Instance, now time.Time) error {
+	in.Normalize()
+	if err := in.Validate(pathApp); err != nil {
+		return err
+	}
+	if in.LastDirtyTimestamp.IsZero() {
+		// Milliseconds, as on the wire: a copy that comes back from a peer
+		// with the same timestamp must compare equal, not older.
+		in.LastDirtyTimestamp = now.Truncate(time.Millisecond)
+	}
+	if in.DataCenterInfo.Name == DataCenterAmazon && in.DataCenterInfo.Metadata["instance-id"] == "" {
+		if in.DataCenterInfo.Metadata == nil {
+			in.DataCenterInfo.Metadata = map[string]string{}
+		}
+		in.DataCenterInfo.Metadata["instance-id"] = in.ID()
+	}
+	in.LeaseInfo = in.LeaseInfo.WithDefaults()
+	return nil
+}
+
+// Register stores a registration (AbstractInstanceRegistry.register) and
+// returns the stored instance. The registry takes ownership of in. A newer
+// stored copy (by LastDirtyTimestamp) wins over the incoming one. It returns
+// a *ValidationError for a registration Eureka would refuse.
+func (r *Registry) Register(in *Instance, fromPeer bool) (*Instance, error) {
+	return r.RegisterFor("", in, fromPeer)
+}
+
+// RegisterFor is Register for a request that addressed the application
+// pathApp (the URL of POST /apps/{app}, a replication item's appName): an
+// instance of another application is refused with Eureka's message.
+func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*Instance, error) {
+	now := r.now()
+	if err := r.prepare(pathApp, in, now); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	reg := r.registerLocked(in, fromPeer, now)
+	r.mu.Unlock()
+	r.deliver()
+	return reg, nil
+}
+
+// registerLocked is the body of register for a prepared instance.
+func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *Instance {
+	id := in.ID()
+	group := r.apps[in.App]
+	if group == nil {
+		group = make(map[string]*lease)
+		r.apps[in.App] = group
+	}
+	existing := group[id]
+	var prev Status
+	reg := in
+	if existing != nil {
+		prev = existing.inst.Status
+		if existing.inst.LastDirtyTimestamp.After(in.LastDirtyTimestamp) {
+			reg = existing.inst.Clone()
+			reg.LeaseInfo = in.LeaseInfo
+		}
+	} else if r.expected > 0 {
+		r.expected++
+	}
+	if reg.OverriddenStatus != "" && reg.OverriddenStatus != StatusUnknown {
+		if _, ok := r.overrides[id]; !ok {
+			r.overrides[id] = reg.OverriddenStatus
+		}
+	}
+	if s, ok := r.overrides[id]; ok {
+		reg.OverriddenStatus = s
+	}
+	reg.Status = r.evalStatus(reg, existing, fromPeer)
+	reg.ActionType = ActionAdded
+	reg.LastUpdatedTimestamp = now
+	reg.IsCoordinatingDiscoveryServer = r.selfID != "" && id == r.selfID
+
+	l := newLease(reg, now)
+	if existing != nil {
+		l.serviceUp = existing.serviceUp
+		r.counts[existing.inst.Status]--
+	} else {
+		r.size++
+	}
+	if reg.Status == StatusUp && l.serviceUp.IsZero() {
+		l.serviceUp = now
+	}
+	group[id] = l
+	r.counts[reg.Status]++
+	r.recent = append(r.recent, change{l, now})
+	r.registered.add(now, reg.App, id)
+	r.commitLocked(EventRegister, l, prev, "", true, fromPeer)
+	return reg
+}
+
+// Adopt stores a peer's copy of an instance after the peer answered a
+// heartbeat with 409 (Eureka's syncInstancesIfTimestampDiffers): the peer's
+// override replaces ours first, so that the rule chain applies it, then the
+// copy is registered as a peer's. Nothing is replicated. With
+// IgnoreDirtyTimestamps it does nothing: this server does not compare
+// copies.
+func (r *Registry) Adopt(v LeaseView) error {
+	if !r.syncTS || v.Instance == nil {
+		return nil
+	}
+	in := v.Instance.Clone()
+	in.LeaseInfo = LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}
+	now := r.now()
+	if err := r.prepare("", in, now); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if s := in.OverriddenStatus; s != "" && s != StatusUnknown {
+		r.overrides[in.ID()] = s
+	}
+	r.registerLocked(in, true, now)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// checkKey refuses an operation that does not name its instance (a
+// replication item without appName or id).
+func checkKey(app, id string) error {
+	if app == "" || id == "" {
+		return invalid("missing application name or instance id (app %q, id %q)", app, id)
+	}
+	return nil
+}
+
+// RenewRequest is one heartbeat.
+type RenewRequest struct {
+	App, ID  string
+	FromPeer bool
+	// LastDirtyTimestamp is the sender's copy's timestamp; zero if absent.
+	LastDirtyTimestamp time.Time
+	// OverriddenStatus is sent by peers with a heartbeat; "" if absent.
+	OverriddenStatus Status
+}
+
+// Renew is a heartbeat (InstanceResource.renewLease with
+// AbstractInstanceRegistry.renew). It returns nil, ErrNotFound (no lease, or
+// the rule chain says UNKNOWN: the client registers again), ErrNewerCopy, or
+// a *ConflictError with the stored copy for a peer whose copy is older.
+func (r *Registry) Renew(req RenewRequest) error {
+	if err := checkKey(req.App, req.ID); err != nil {
+		return err
+	}
+	app := strings.ToUpper(req.App)
+	now := r.now()
+
+	r.mu.RLock()
+	l := r.apps[app][req.ID]
+	if l == nil {
+		r.mu.RUnlock()
+		return ErrNotFound
+	}
+	in := l.inst
+	s := r.evalStatus(in, l, req.FromPeer)
+	override := r.overrides[req.ID]
+	if s == StatusUnknown {
+		r.mu.RUnlock()
+		return ErrNotFound
+	}
+	if s != in.Status {
+		// A status correction needs the write lock; rare.
+		r.mu.RUnlock()
+		return r.renewCorrecting(app, req, now)
+	}
+	l.renew(now)
+	r.mu.RUnlock()
+
+	r.renews.inc(now)
+	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer})
+	return r.checkDirty(app, req, in)
+}
+
+// renewCorrecting is Renew when the rule chain changes the stored status.
+// Eureka changes it silently; goreka records a MODIFIED change (and an
+// EventStatusCorrected) so that clients applying deltas stay in step with
+// apps__hashcode.
+func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) error {
+	r.mu.Lock()
+	l := r.apps[app][req.ID]
+	if l == nil {
+		r.mu.Unlock()
+		return ErrNotFound
+	}
+	old := l.inst
+	s := r.evalStatus(old, l, req.FromPeer)
+	if s == StatusUnknown {
+		r.mu.Unlock()
+		return ErrNotFound
+	}
+	in := old
+	if s != old.Status {
+		in = old.Clone()
+		in.Status = s
+		in.ActionType = ActionModified
+		in.LastUpdatedTimestamp = now
+		r.replaceLocked(l, in, now)
+		r.commitLocked(EventStatusCorrected, l, old.Status, "", true, req.FromPeer)
+	}
+	override := r.overrides[req.ID]
+	l.renew(now)
+	r.mu.Unlock()
+	r.deliver()
+
+	r.renews.inc(now)
+	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer})
+	return r.checkDirty(app, req, in)
+}
+
+// replaceLocked stores a changed copy of a lease's instance, keeps the status
+// counts and records the change for deltas.
+func (r *Registry) replaceLocked(l *lease, in *Instance, now time.Time) {
+	r.counts[l.inst.Status]--
+	r.counts[in.Status]++
+	if in.Status == StatusUp && l.serviceUp.IsZero() {
+		l.serviceUp = now
+	}
+	l.inst = in
+	r.recent = append(r.recent, change{l, now})
+}
+
+// checkDirty answers a renewed heartbeat by the dirty-timestamp policy.
+func (r *Registry) checkDirty(app string, req RenewRequest, in *Instance) error {
+	switch r.compareDirty(req.LastDirtyTimestamp, req.FromPeer, in) {
+	case dirtyNewer:
+		if req.FromPeer && req.OverriddenStatus != "" && req.OverriddenStatus != StatusUnknown {
+			r.storeOverride(app, req.ID, req.OverriddenStatus)
+		}
+		return ErrNewerCopy
+	case dirtyOlder:
+		if v, ok := r.Get(app, req.ID); ok {
+			return &ConflictError{Stored: v}
+		}
+	}
+	return nil
+}
+
+// storeOverride is storeOverriddenStatusIfRequired: a peer's override wins.
+// The stored copy's overriddenStatus changes, its status does not.
+func (r *Registry) storeOverride(app, id string, s Status) {
+	r.mu.Lock()
+	if cur, ok := r.overrides[id]; ok && cur == s {
+		r.mu.Unlock()
+		return
+	}
+	r.overrides[id] = s
+	if l := r.apps[app][id]; l != nil {
+		in := l.inst.Clone()
+		in.OverriddenStatus = s
+		l.inst = in
+		r.commitLocked(EventOverrideStored, l, in.Status, s, true, true)
+	}
+	r.mu.Unlock()
+	r.deliver()
+}
+
+// Cancel removes a lease (internalCancel). It returns ErrNotFound if there
+// is none; the cancel is recorded in the recently-cancelled list either way,
+// as Eureka does.
+func (r *Registry) Cancel(app, id string, fromPeer bool) error {
+	return r.cancel(strings.ToUpper(app), id, EventCancel, fromPeer, nil)
+}
+
+// Evict removes a lease on behalf of the eviction job. Evictions are recorded
+// like cancels and reported as EventEvict, which is not replicated.
+func (r *Registry) Evict(app, id string) error {
+	return r.cancel(strings.ToUpper(app), id, EventEvict, false, nil)
+}
+
+// EvictExpired is Evict after checking again, under the write lock, that the
+// lease is still expired at now (plus the job's lateness compensation extra):
+// an instance that re-registered or renewed since the job listed it is kept
+// (ErrNotExpired).
+func (r *Registry) EvictExpired(app, id string, now time.Time, extra time.Duration) error {
+	return r.cancel(strings.ToUpper(app), id, EventEvict, false, func(l *lease) bool { return l.expired(now, extra) })
+}
+
+func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond func(*lease) bool) error {
+	if err := checkKey(app, id); err != nil {
+		return err
+	}
+	now := r.now()
+	r.mu.Lock()
+	group := r.apps[app]
+	l := group[id]
+	if l != nil && cond != nil && !cond(l) {
+		r.mu.Unlock()
+		return ErrNotExpired
+	}
+	r.cancelled.add(now, app, id)
+	delete(r.overrides, id)
+	if l == nil {
+		r.mu.Unlock()
+		return ErrNotFound
+	}
+	delete(group, id)
+	if len(group) == 0 {
+		delete(r.apps, app)
+	}
+	r.size--
+	r.counts[l.inst.Status]--
+	if r.expected > 0 {
+		r.expected--
+	}
+	in := l.inst.Clone()
+	in.ActionType = ActionDeleted
+	in.LastUpdatedTimestamp = now
+	l.inst = in
+	l.eviction = now
+	r.recent = append(r.recent, change{l, now})
+	r.commitLocked(kind, l, in.Status, "", true, fromPeer)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// StatusUpdate sets a status override (AbstractInstanceRegistry.statusUpdate).
+// lastDirty, if not zero, is adopted when newer than the stored one. As in
+// Eureka, an update to the status the instance already has changes nothing
+// (not even the override map) but succeeds, and is still an event.
+func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, fromPeer bool) error {
+	if _, ok := ParseStatus(string(s)); !ok {
+		return invalid("invalid status %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", s)
+	}
+	if err := checkKey(app, id); err != nil {
+		return err
+	}
+	app = strings.ToUpper(app)
+	now := r.now()
+	l := r.lockLease(app, id, now)
+	if l == nil {
+		return ErrNotFound
+	}
+	old := l.inst
+	changed := old.Status != s
+	if changed {
+		r.overrides[id] = s
+		r.modifyLocked(l, s, s, lastDirty, now)
+	}
+	r.commitLocked(EventStatusUpdate, l, old.Status, s, changed, fromPeer)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// lockLease takes the write lock and renews the lease of app/id, as
+// Eureka's statusUpdate and deleteStatusOverride do. It returns nil, with
+// the lock released, when there is no such lease; otherwise the caller
+// unlocks.
+func (r *Registry) lockLease(app, id string, now time.Time) *lease {
+	r.mu.Lock()
+	l := r.apps[app][id]
+	if l == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	l.renew(now)
+	return l
+}
+
+// modifyLocked stores a MODIFIED copy of l's instance with a new status and
+// override, adopting lastDirty when it is newer (statusUpdate and
+// deleteStatusOverride).
+func (r *Registry) modifyLocked(l *lease, status, override Status, lastDirty, now time.Time) {
+	in := l.inst.Clone()
+	in.Status = status
+	in.OverriddenStatus = override
+	if lastDirty.After(in.LastDirtyTimestamp) {
+		in.LastDirtyTimestamp = lastDirty
+	}
+	in.ActionType = ActionModified
+	in.LastUpdatedTimestamp = now
+	r.replaceLocked(l, in, now)
+}
+
+// DeleteStatusOverride removes an override (deleteStatusOverride) and sets
+// the status to s (UNKNOWN when the caller gave none, which makes the next
+// heartbeat answer 404 so that the client re-registers its real status).
+// Without an override it changes nothing but succeeds, as in Eureka.
+func (r *Registry) DeleteStatusOverride(app, id string, s Status, lastDirty time.Time, fromPeer bool) error {
+	if s == "" {
+		s = StatusUnknown
+	}
+	if _, ok := ParseStatus(string(s)); !ok {
+		return invalid("invalid status %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", s)
+	}
+	if err := checkKey(app, id); err != nil {
+		return err
+	}
+	app = strings.ToUpper(app)
+	now := r.now()
+	l := r.lockLease(app, id, now)
+	if l == nil {
+		return ErrNotFound
+	}
+	old := l.inst
+	_, had := r.overrides[id]
+	if had {
+		delete(r.overrides, id)
+		r.modifyLocked(l, s, StatusUnknown, lastDirty, now)
+	}
+	r.commitLocked(EventDeleteStatusOverride, l, old.Status, s, had, fromPeer)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// UpdateMetadata merges kv into an instance's metadata and re-registers it
+// (InstanceResource.updateMetadata): a new lease, a delta ADDED entry, and a
+// Register event that is replicated to peers. Read, merge and store happen
+// under one lock, so concurrent updates never lose each other's keys and a
+// cancel in between is never undone.
+func (r *Registry) UpdateMetadata(app, id string, kv map[string]string) (*Instance, error) {
+	for k := range kv {
+		if k == "" {
+			return nil, invalid("empty metadata key")
+		}
+	}
+	app = strings.ToUpper(app)
+	now := r.now()
+	r.mu.Lock()
+	l := r.apps[app][id]
+	if l == nil {
+		r.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	in := l.inst.Clone()
+	if in.Metadata == nil {
+		in.Metadata = make(map[string]string, len(kv))
+	}
+	maps.Copy(in.Metadata, kv)
+	reg := r.registerLocked(in, false, now)
+	r.mu.Unlock()
+	r.deliver()
+	return reg, nil
+}
