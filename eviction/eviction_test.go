@@ -96,8 +96,8 @@ func (e *env) register(app, id string, lease time.Duration) {
 
 func (e *env) renew(app, id string) {
 	e.t.Helper()
-	if res, _ := e.reg.Renew(registry.RenewRequest{App: app, ID: id}); res != registry.RenewOK {
-		e.t.Fatalf("renew %s/%s = %d", app, id, res)
+	if err := e.reg.Renew(registry.RenewRequest{App: app, ID: id}); err != nil {
+		e.t.Fatalf("renew %s/%s: %v", app, id, err)
 	}
 }
 
@@ -206,7 +206,7 @@ func TestStoppedInstanceEvictedAfterExpiryNotBefore(t *testing.T) {
 		t.Fatal("slow still registered")
 	}
 	evs := e.evictEvents()
-	if len(evs) != 2 || evs[0].Replicated || evs[0].Instance.ActionType != registry.ActionDeleted {
+	if len(evs) != 2 || evs[0].FromPeer || evs[0].Instance().ActionType != registry.ActionDeleted {
 		t.Fatalf("evict events %+v", evs)
 	}
 	if c := e.reg.RecentlyCancelled(); len(c) != 2 || c[0].ID != "slow" {

@@ -38,10 +38,6 @@ type Config struct {
 	// EnableReplicatedRequestCompression gzips batch bodies
 	// (eureka.server.enable-replicated-request-compression).
 	EnableReplicatedRequestCompression bool
-	// IgnoreDirtyTimestamps is the negation of
-	// eureka.server.sync-when-timestamp-differs: when set, a peer's 409
-	// answer does not make this server adopt the peer's copy.
-	IgnoreDirtyTimestamps bool
 
 	// BatchSize and BatchDelay are Eureka's hard-coded 250 items and 500 ms.
 	BatchSize  int

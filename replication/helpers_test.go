@@ -54,7 +54,8 @@ func mustPeer(t *testing.T, raw string) Peer {
 func wired(t *testing.T, cfg Config, fakes ...*peertest.Peer) (*registry.Registry, *Replicator) {
 	t.Helper()
 	var rep *Replicator
-	reg := registry.New(registry.Options{Now: cfg.Now, OnEvent: func(e registry.Event) { rep.OnEvent(e) }})
+	reg := registry.New(registry.Options{Now: cfg.Now, OnEvent: func(e registry.Event) { rep.OnEvent(e) },
+		OnRenew: func(rn registry.Renewal) { rep.OnRenew(rn) }})
 	var peers []Peer
 	for _, f := range fakes {
 		peers = append(peers, mustPeer(t, f.ServiceURL()))

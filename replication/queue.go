@@ -8,49 +8,53 @@ import (
 
 // task is one pending replication to one peer.
 type task struct {
-	key      string // "<type>#<APP>/<id>", Eureka's task id
+	inst     instanceKey
 	item     compat.ReplicationItem
-	enqueued time.Time // when the newest version of this task arrived
+	enqueued time.Time // when the task joined the queue
 	expires  time.Time
 
 	prev, next *task
 }
 
-// taskKey is Eureka's task id: register#APP/id, heartbeat#APP/id, ...
-func taskKey(a compat.ReplicationAction, app, id string) string {
-	var typ string
-	switch a {
-	case compat.ActionRegister:
-		typ = "register"
-	case compat.ActionHeartbeat:
-		typ = "heartbeat"
-	case compat.ActionCancel:
-		typ = "cancel"
-	case compat.ActionStatusUpdate:
-		typ = "statusUpdate"
-	default:
-		typ = "deleteStatusOverride"
-	}
-	return typ + "#" + app + "/" + id
+// instanceKey addresses the instance a task is about.
+type instanceKey struct{ app, id string }
+
+func keyOf(it *compat.ReplicationItem) instanceKey { return instanceKey{it.AppName, it.ID} }
+
+// coalesces reports whether a pending task of action a may absorb a newer
+// one of the same action on the same instance when nothing else for that
+// instance is queued after it. Only idempotent, state-carrying actions do: a
+// newer heartbeat says all an older one says, a register carries the whole
+// instance, a second cancel finds nothing. Status updates and override
+// removals never coalesce: applied on the peer, OUT_OF_SERVICE then UP leaves
+// an UP override, UP alone leaves none (Eureka changes nothing when the
+// status is already the asked one).
+func coalesces(a compat.ReplicationAction) bool {
+	return a == compat.ActionHeartbeat || a == compat.ActionRegister || a == compat.ActionCancel
 }
 
-// queue is a bounded FIFO of tasks keyed by task id. A task whose id is
-// pending replaces the pending one and moves to the back, so that the
-// order of different operations on one instance is kept: with Eureka's
-// keep-the-position rule, register, cancel, register would reach the peer
-// as register(new), cancel and lose the instance. When full, the oldest
-// task is dropped. Not safe for concurrent use; the peer's mutex guards it.
+// queue is a bounded FIFO of tasks that keeps each instance's tasks in the
+// order the registry made the changes. A new task replaces the instance's
+// last pending task, in place, only when both are of the same coalescing
+// action (see coalesces): nothing is ever reordered, unlike Eureka's
+// batcher, which keys tasks by action and instance and so can deliver
+// "override OUT_OF_SERVICE, override UP" as "override UP" alone, or a
+// register after its own cancel. Heartbeats, which follow each other with
+// nothing in between, still collapse to one pending task per instance. When
+// full, the oldest task is dropped. Not safe for concurrent use; the peer's
+// mutex guards it.
 type queue struct {
 	max        int
-	byKey      map[string]*task
+	n          int
+	last       map[instanceKey]*task // each instance's newest pending task
 	head, tail *task
 }
 
 func newQueue(max int) *queue {
-	return &queue{max: max, byKey: make(map[string]*task)}
+	return &queue{max: max, last: make(map[instanceKey]*task)}
 }
 
-func (q *queue) len() int { return len(q.byKey) }
+func (q *queue) len() int { return q.n }
 
 func (q *queue) unlink(t *task) {
 	if t.prev != nil {
@@ -63,18 +67,31 @@ func (q *queue) unlink(t *task) {
 	} else {
 		q.tail = t.prev
 	}
+	if q.last[t.inst] == t {
+		// The instance's newest pending task is now the one before t of the
+		// same instance, if any; the tasks before t are older, so scan back.
+		delete(q.last, t.inst)
+		for p := t.prev; p != nil; p = p.prev {
+			if p.inst == t.inst {
+				q.last[t.inst] = p
+				break
+			}
+		}
+	}
 	t.prev, t.next = nil, nil
-	delete(q.byKey, t.key)
+	q.n--
 }
 
-// push appends t, replacing a pending task with its key. It reports whether
-// t replaced one and how many tasks were dropped to stay within the bound.
-func (q *queue) push(t *task) (replaced bool, dropped int) {
-	if old := q.byKey[t.key]; old != nil {
-		q.unlink(old)
-		replaced = true
+// push appends t, or folds it into the instance's last pending task. It
+// reports whether t was folded and how many tasks were dropped to stay
+// within the bound.
+func (q *queue) push(t *task) (coalesced bool, dropped int) {
+	t.inst = keyOf(&t.item)
+	if l := q.last[t.inst]; l != nil && l.item.Action == t.item.Action && coalesces(t.item.Action) {
+		l.item, l.expires = t.item, t.expires
+		return true, 0
 	}
-	for len(q.byKey) >= q.max && q.head != nil {
+	for q.n >= q.max && q.head != nil {
 		q.unlink(q.head)
 		dropped++
 	}
@@ -85,25 +102,24 @@ func (q *queue) push(t *task) (replaced bool, dropped int) {
 		q.head = t
 	}
 	q.tail = t
-	q.byKey[t.key] = t
-	return replaced, dropped
+	q.last[t.inst] = t
+	q.n++
+	return false, dropped
 }
 
-// requeue puts tasks of a failed batch back at the front in their order,
-// skipping those a newer pending task replaced and those expired at now.
-// It returns how many expired and how many were dropped for room.
+// requeue puts the tasks of a failed batch back at the front, in their
+// order, skipping those expired at now. The batch was taken from the front,
+// so every pending task is newer than all of them: an instance's newest
+// pending task stays its newest. It returns how many expired and how many
+// were dropped for room (the requeued tasks are the oldest there are).
 func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 	for i := len(ts) - 1; i >= 0; i-- {
 		t := ts[i]
-		if q.byKey[t.key] != nil {
-			continue // superseded by a newer version
-		}
 		if !now.Before(t.expires) {
 			expired++
 			continue
 		}
-		if len(q.byKey) >= q.max {
-			// The requeued tasks are the oldest there are: drop them.
+		if q.n >= q.max {
 			dropped++
 			continue
 		}
@@ -114,7 +130,10 @@ func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 			q.tail = t
 		}
 		q.head = t
-		q.byKey[t.key] = t
+		if q.last[t.inst] == nil {
+			q.last[t.inst] = t
+		}
+		q.n++
 	}
 	return expired, dropped
 }

@@ -35,6 +35,7 @@ type peerState struct {
 
 	mu      sync.Mutex
 	q       *queue
+	seen    int64 // revision of the last registry change OnEvent handled
 	st      counters
 	streak  int     // consecutive retryable failures
 	lastErr failure // kind of the last failure, 0 after a success
@@ -92,23 +93,50 @@ func (r *Replicator) Peers() []Peer {
 	return out
 }
 
-// OnEvent queues a registry event for every peer. Events from peers
-// (Replicated) and evictions are ignored: replicating them would bounce
-// writes round the cluster, and every server evicts on its own. OnEvent
-// never blocks on the network; a full queue drops its oldest task.
+// OnEvent queues a registry change for every peer. It is a registry
+// listener: called in revision order, never concurrently, and it never
+// blocks on the network (a full queue drops its oldest task). Each event is
+// self-contained, so nothing is read back from the registry. Changes that
+// came from a peer, evictions (every server evicts on its own), status
+// corrections on renew and adopted overrides (the heartbeat carries those)
+// are not replicated.
 func (r *Replicator) OnEvent(e registry.Event) {
-	if e.Replicated || e.Kind == registry.EventEvict || len(r.peers) == 0 {
+	if len(r.peers) == 0 {
 		return
 	}
-	item, ok := r.itemOf(e)
-	if !ok {
-		return
-	}
+	item, ok := itemOf(&e)
 	now := r.cfg.Now()
-	exp := now.Add(r.ttl(item.Action, e.Instance))
-	key := taskKey(item.Action, item.AppName, item.ID)
+	var t task
+	if ok {
+		t = task{item: item, enqueued: now, expires: now.Add(r.ttl(item.Action, e.Instance()))}
+	}
 	for _, p := range r.peers {
-		p.enqueue(&task{key: key, item: item, enqueued: now, expires: exp})
+		p.mu.Lock()
+		p.seen = e.Revision
+		if ok {
+			tk := t
+			p.pushLocked(&tk)
+		}
+		p.mu.Unlock()
+		if ok {
+			p.wakeUp()
+		}
+	}
+}
+
+// OnRenew queues a heartbeat for every peer (a registry OnRenew hook, called
+// concurrently by renewing requests). Heartbeats from peers are not sent on.
+func (r *Replicator) OnRenew(rn registry.Renewal) {
+	if rn.FromPeer || len(r.peers) == 0 || rn.Instance == nil {
+		return
+	}
+	it := compat.ReplicationItem{Action: compat.ActionHeartbeat, AppName: rn.App, ID: rn.ID,
+		Status: string(rn.Instance.Status), OverriddenStatus: string(rn.OverriddenStatus)}
+	setDirty(&it, rn.Instance)
+	now := r.cfg.Now()
+	exp := now.Add(r.ttl(it.Action, rn.Instance))
+	for _, p := range r.peers {
+		p.enqueue(&task{item: it, enqueued: now, expires: exp})
 	}
 }
 
@@ -120,88 +148,72 @@ func (r *Replicator) ttl(a compat.ReplicationAction, in *registry.Instance) time
 		if in != nil && in.LeaseInfo.RenewalInterval > 0 {
 			return in.LeaseInfo.RenewalInterval
 		}
-		return 30 * time.Second
+		return registry.DefaultRenewalInterval
 	}
 	return r.cfg.MaxTimeForReplication
 }
 
 func (p *peerState) enqueue(t *task) {
 	p.mu.Lock()
-	replaced, dropped := p.q.push(t)
-	if replaced {
+	p.pushLocked(t)
+	p.mu.Unlock()
+	p.wakeUp()
+}
+
+func (p *peerState) pushLocked(t *task) {
+	coalesced, dropped := p.q.push(t)
+	if coalesced {
 		p.st.coalesced++
 	}
 	p.st.dropped += uint64(dropped)
-	p.mu.Unlock()
+}
+
+func (p *peerState) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// itemOf builds the batch item for an event (ReplicationTaskProcessor's
-// createReplicationInstanceOf).
-func (r *Replicator) itemOf(e registry.Event) (compat.ReplicationItem, bool) {
+func setDirty(it *compat.ReplicationItem, in *registry.Instance) {
+	if in != nil && !in.LastDirtyTimestamp.IsZero() {
+		it.LastDirtyTimestamp, it.HasLastDirty = in.LastDirtyTimestamp.UnixMilli(), true
+	}
+}
+
+// itemOf builds the batch item for a change (ReplicationTaskProcessor's
+// createReplicationInstanceOf) from the event alone; false for changes that
+// are not replicated.
+func itemOf(e *registry.Event) (compat.ReplicationItem, bool) {
 	it := compat.ReplicationItem{AppName: e.App, ID: e.ID}
-	dirty := func() {
-		if e.Instance != nil && !e.Instance.LastDirtyTimestamp.IsZero() {
-			it.LastDirtyTimestamp, it.HasLastDirty = e.Instance.LastDirtyTimestamp.UnixMilli(), true
-		}
+	in := e.Instance()
+	if e.FromPeer {
+		return it, false
+	}
+	if e.Kind == registry.EventCancel {
+		it.Action = compat.ActionCancel
+		return it, true
+	}
+	if in == nil {
+		return it, false
 	}
 	switch e.Kind {
 	case registry.EventRegister:
-		if e.Instance == nil {
-			return it, false
-		}
-		if _, ok := r.reg.Get(e.App, e.ID); !ok {
-			// Cancelled since: events are emitted after the registry's lock
-			// is released, so this Register may be queued after its own
-			// Cancel and would leave the instance on the peer.
-			return it, false
-		}
 		it.Action = compat.ActionRegister
-		it.Instance = r.viewOf(e.App, e.ID, e.Instance)
-		it.Status = string(it.Instance.Instance.Status)
-		dirty()
-	case registry.EventHeartbeat:
-		it.Action = compat.ActionHeartbeat
-		if e.Instance != nil {
-			it.Status = string(e.Instance.Status)
-		}
-		if e.OverriddenStatus != "" {
-			it.OverriddenStatus = string(e.OverriddenStatus)
-		}
-		dirty()
-	case registry.EventCancel:
-		it.Action = compat.ActionCancel
+		v := e.Lease
+		it.Instance = &v
+		it.Status = string(in.Status)
 	case registry.EventStatusUpdate:
 		it.Action = compat.ActionStatusUpdate
 		it.Status = string(e.Status)
-		dirty()
 	case registry.EventDeleteStatusOverride:
 		it.Action = compat.ActionDeleteStatusOverride
 		it.Status = string(e.Status)
-		dirty()
 	default:
 		return it, false
 	}
+	setDirty(&it, in)
 	return it, true
-}
-
-// viewOf returns the stored lease of in, or in with its own lease timings
-// when it is no longer stored.
-func (r *Replicator) viewOf(app, id string, in *registry.Instance) *registry.LeaseView {
-	if v, ok := r.reg.Get(app, id); ok {
-		return &v
-	}
-	v := &registry.LeaseView{Instance: in, RenewalInterval: in.LeaseInfo.RenewalInterval, Duration: in.LeaseInfo.Duration}
-	if v.RenewalInterval <= 0 {
-		v.RenewalInterval = 30 * time.Second
-	}
-	if v.Duration <= 0 {
-		v.Duration = 90 * time.Second
-	}
-	return v
 }
 
 // Run starts one sender per peer and blocks until ctx is done; it then
@@ -382,31 +394,42 @@ func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, 
 		return
 	}
 	if resp.StatusCode == 404 {
-		v, ok := r.reg.Get(it.AppName, it.ID)
-		if !ok {
-			return
-		}
-		reg := compat.ReplicationItem{AppName: it.AppName, ID: it.ID, Action: compat.ActionRegister,
-			Instance: &v, Status: string(v.Instance.Status)}
-		if !v.Instance.LastDirtyTimestamp.IsZero() {
-			reg.LastDirtyTimestamp, reg.HasLastDirty = v.Instance.LastDirtyTimestamp.UnixMilli(), true
-		}
-		now := r.cfg.Now()
-		p.enqueue(&task{key: taskKey(compat.ActionRegister, it.AppName, it.ID), item: reg,
-			enqueued: now, expires: now.Add(r.ttl(compat.ActionRegister, v.Instance))})
+		r.reregister(p, it.AppName, it.ID)
 		return
 	}
-	if r.cfg.IgnoreDirtyTimestamps || resp.Entity == nil || resp.Entity.Instance == nil {
+	if resp.Entity == nil || resp.Entity.Instance == nil {
 		return
 	}
-	in := resp.Entity.Instance.Clone()
-	in.LeaseInfo = registry.LeaseInfo{RenewalInterval: resp.Entity.RenewalInterval, Duration: resp.Entity.Duration}
-	// syncInstancesIfTimestampDiffers: the peer's override replaces ours
-	// first, so that Register's rule chain applies it.
-	r.reg.StoreOverride(it.AppName, it.ID, in.OverriddenStatus)
-	if _, err := r.reg.Register(in, true); err != nil {
+	// syncInstancesIfTimestampDiffers; the registry decides whether this
+	// server adopts peers' copies at all (sync-when-timestamp-differs).
+	if err := r.reg.Adopt(*resp.Entity); err != nil {
 		p.log.Warn("cannot adopt peer's copy", "app", it.AppName, "instance", it.ID, "err", err)
 	}
+}
+
+// reregister answers a peer's 404 to a heartbeat with a Register of the
+// local copy, queued behind whatever is pending for that peer. It must not
+// overtake a newer change of the instance: the copy is read while the peer's
+// queue is locked, and only queued when its lease's revision is one the
+// queue has already seen (p.seen). A copy newer than that belongs to a
+// change the registry is delivering right now, which reaches the peer in
+// order; if that change is not itself a register, the next heartbeat 404s
+// and this runs again. An instance cancelled meanwhile is gone from the
+// registry and not registered again.
+func (r *Replicator) reregister(p *peerState, app, id string) {
+	p.mu.Lock()
+	v, ok := r.reg.Get(app, id)
+	if !ok || v.Revision > p.seen {
+		p.mu.Unlock()
+		return
+	}
+	reg := compat.ReplicationItem{AppName: app, ID: id, Action: compat.ActionRegister,
+		Instance: &v, Status: string(v.Instance.Status)}
+	setDirty(&reg, v.Instance)
+	now := r.cfg.Now()
+	p.pushLocked(&task{item: reg, enqueued: now, expires: now.Add(r.ttl(compat.ActionRegister, v.Instance))})
+	p.mu.Unlock()
+	p.wakeUp()
 }
 
 // backoff returns the delay before retry number attempt (1-based): base

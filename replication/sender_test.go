@@ -167,7 +167,12 @@ func TestHeartbeat409IgnoredWithoutTimestampSync(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
 	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
-	reg, rep := wired(t, Config{Now: clk.Now, IgnoreDirtyTimestamps: true}, fake)
+	// sync-when-timestamp-differs=false is the registry's policy: Adopt
+	// refuses peers' copies.
+	var rep *Replicator
+	reg := registry.New(registry.Options{Now: clk.Now, IgnoreDirtyTimestamps: true,
+		OnEvent: func(e registry.Event) { rep.OnEvent(e) }, OnRenew: func(rn registry.Renewal) { rep.OnRenew(rn) }})
+	rep = New(Config{Now: clk.Now, Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, fake.ServiceURL())})
 	reg.Register(instance("APP", "a", clk.t), false)
 	newer := instance("APP", "a", clk.t.Add(time.Minute))
 	newer.Status = registry.StatusDown

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,15 +45,25 @@ func millis(it *compat.ReplicationItem) time.Time {
 	return time.UnixMilli(it.LastDirtyTimestamp)
 }
 
-// apply runs one replicated operation. Eureka answers a caller's mistake in
-// an item (missing instance, bad status) with 500; goreka answers 400 so the
-// sender's logs say what was wrong. Both are "failed" to a Java sender.
+// apply runs one replicated item through the same registry operations the
+// REST handlers call, and answers it through the same error mapping
+// (statusOf). Only the item's own shape is checked here; what an
+// operation accepts is the registry's to decide.
 func (s *Server) apply(it *compat.ReplicationItem) compat.ReplicationResponse {
-	resp := func(code int) compat.ReplicationResponse { return compat.ReplicationResponse{StatusCode: code} }
+	err := s.applyItem(it)
+	resp := compat.ReplicationResponse{StatusCode: statusOf(err)}
+	var conflict *registry.ConflictError
+	if errors.As(err, &conflict) {
+		resp.Entity = &conflict.Stored
+	}
+	return resp
+}
+
+func (s *Server) applyItem(it *compat.ReplicationItem) error {
 	switch it.Action {
 	case compat.ActionRegister:
 		if it.Instance == nil || it.Instance.Instance == nil {
-			return resp(http.StatusBadRequest)
+			return &registry.ValidationError{Msg: "register item without an instance"}
 		}
 		in := it.Instance.Instance.Clone()
 		if in.LeaseInfo.Duration <= 0 {
@@ -63,56 +72,29 @@ func (s *Server) apply(it *compat.ReplicationItem) compat.ReplicationResponse {
 		if in.LeaseInfo.RenewalInterval <= 0 {
 			in.LeaseInfo.RenewalInterval = it.Instance.RenewalInterval
 		}
-		if it.AppName != "" && !strings.EqualFold(it.AppName, in.App) {
-			return resp(http.StatusBadRequest)
-		}
-		if _, err := s.reg.Register(in, true); err != nil {
-			return resp(http.StatusBadRequest)
-		}
-		return resp(http.StatusOK)
+		_, err := s.reg.RegisterFor(it.AppName, in, true)
+		return err
 	case compat.ActionHeartbeat:
-		if it.AppName == "" || it.ID == "" {
-			return resp(http.StatusBadRequest)
+		override, err := registry.ParseStatusParam("overriddenStatus", it.OverriddenStatus, false)
+		if err != nil {
+			return err
 		}
-		override, ok := registry.ParseStatus(it.OverriddenStatus)
-		if it.OverriddenStatus != "" && !ok {
-			return resp(http.StatusBadRequest)
-		}
-		dirty := millis(it)
-		if s.cfg.IgnoreDirtyTimestamps {
-			dirty = time.Time{}
-		}
-		res, v := s.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, Replication: true, LastDirtyTimestamp: dirty, OverriddenStatus: override})
-		if res == registry.RenewConflict {
-			return compat.ReplicationResponse{StatusCode: http.StatusConflict, Entity: &v}
-		}
-		return resp(int(res))
+		return s.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, FromPeer: true,
+			LastDirtyTimestamp: millis(it), OverriddenStatus: override})
 	case compat.ActionCancel:
-		if err := s.reg.Cancel(it.AppName, it.ID, true); err != nil {
-			return resp(http.StatusNotFound)
-		}
-		return resp(http.StatusOK)
+		return s.reg.Cancel(it.AppName, it.ID, true)
 	case compat.ActionStatusUpdate:
-		st, ok := registry.ParseStatus(it.Status)
-		if !ok {
-			return resp(http.StatusBadRequest)
+		st, err := registry.ParseStatusParam("status", it.Status, true)
+		if err != nil {
+			return err
 		}
-		if err := s.reg.StatusUpdate(it.AppName, it.ID, st, millis(it), true); err != nil {
-			return resp(http.StatusNotFound)
-		}
-		return resp(http.StatusOK)
+		return s.reg.StatusUpdate(it.AppName, it.ID, st, millis(it), true)
 	case compat.ActionDeleteStatusOverride:
-		var st registry.Status
-		if it.Status != "" {
-			var ok bool
-			if st, ok = registry.ParseStatus(it.Status); !ok {
-				return resp(http.StatusBadRequest)
-			}
+		st, err := registry.ParseStatusParam("status", it.Status, false)
+		if err != nil {
+			return err
 		}
-		if err := s.reg.DeleteStatusOverride(it.AppName, it.ID, st, millis(it), true); err != nil {
-			return resp(http.StatusNotFound)
-		}
-		return resp(http.StatusOK)
+		return s.reg.DeleteStatusOverride(it.AppName, it.ID, st, millis(it), true)
 	}
-	return resp(http.StatusBadRequest)
+	return &registry.ValidationError{Msg: fmt.Sprintf("unknown replication action %q", it.Action)}
 }

@@ -35,10 +35,10 @@ func newOpsFixture(t *testing.T, cfg OpsConfig) *opsFixture {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	f := &opsFixture{m: metrics.New(metrics.Sources{})}
-	f.reg = registry.New(registry.Options{Now: clock, OnEvent: func(e registry.Event) {
+	f.reg = registry.New(registry.Options{Now: clock, OnRenew: func(rn registry.Renewal) { f.m.OnRenew(rn) }, OnEvent: func(e registry.Event) {
 		f.m.OnEvent(e)
-		if e.Changed() && f.srv != nil {
-			f.srv.Cache().Invalidate(e.App, e.Instance.VIPAddress, e.Instance.SecureVIPAddress)
+		if e.Changed && f.srv != nil {
+			f.srv.Cache().Invalidate(e.App, e.Instance().VIPAddress, e.Instance().SecureVIPAddress)
 		}
 	}})
 	cc := cache.DefaultConfig()
@@ -199,7 +199,7 @@ func TestAuthReplication(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep.OnEvent(registry.Event{Kind: registry.EventRegister, App: "ORDERS", ID: id, Instance: reg})
+		rep.OnEvent(registry.Event{Kind: registry.EventRegister, App: "ORDERS", ID: id, Lease: registry.LeaseView{Instance: reg}})
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		err = rep.Flush(ctx)

@@ -26,8 +26,6 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a replication batch body (default 32 MiB).
 	MaxBatchBodyBytes int64
-	// IgnoreDirtyTimestamps mirrors eureka.server.sync-when-timestamp-differs=false.
-	IgnoreDirtyTimestamps bool
 }
 
 // Gate decides whether registry reads are served yet (Eureka's

@@ -146,12 +146,8 @@ func (s *Server) register(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := in.Validate(pathApp); err != nil {
-		badRequest(c, "%s", err.Error())
-		return
-	}
-	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
-		badRequest(c, "%s", err.Error())
+	if _, err := s.reg.RegisterFor(pathApp, in, isReplication(c)); err != nil {
+		s.answer(c, err)
 		return
 	}
 	c.Status(http.StatusNoContent)
@@ -173,18 +169,11 @@ func parseMillis(c *gin.Context, name string) (time.Time, bool) {
 
 // parseStatus reads a status query parameter, exact upper case like
 // InstanceStatus.valueOf (Eureka answers 500; a caller's mistake is a 400).
-func parseStatus(c *gin.Context, name string, required bool) (registry.Status, bool) {
-	v, present := queryValue(c.Request.URL.RawQuery, name)
-	if !present || v == "" {
-		if required {
-			badRequest(c, "missing %s: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", name)
-			return "", false
-		}
-		return "", true
-	}
-	st, ok := registry.ParseStatus(v)
-	if !ok {
-		badRequest(c, "invalid %s %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", name, v)
+func (s *Server) parseStatus(c *gin.Context, name string, required bool) (registry.Status, bool) {
+	v, _ := queryValue(c.Request.URL.RawQuery, name)
+	st, err := registry.ParseStatusParam(name, v, required)
+	if err != nil {
+		s.answer(c, err)
 		return "", false
 	}
 	return st, true
@@ -197,31 +186,19 @@ func (s *Server) renew(c *gin.Context) {
 	if !ok {
 		return
 	}
-	override, ok := parseStatus(c, "overriddenstatus", false)
+	override, ok := s.parseStatus(c, "overriddenstatus", false)
 	if !ok {
 		return
 	}
-	if s.cfg.IgnoreDirtyTimestamps {
-		dirty = time.Time{}
-	}
-	res, v := s.reg.Renew(registry.RenewRequest{
-		App: c.Param("app"), ID: c.Param("id"), Replication: isReplication(c),
+	s.answer(c, s.reg.Renew(registry.RenewRequest{
+		App: c.Param("app"), ID: c.Param("id"), FromPeer: isReplication(c),
 		LastDirtyTimestamp: dirty, OverriddenStatus: override,
-	})
-	if res == registry.RenewConflict {
-		s.writeInstance(c, http.StatusConflict, v)
-		return
-	}
-	c.Status(int(res))
+	}))
 }
 
 // cancel is DELETE /eureka/apps/{app}/{id}: 200 or 404, no body.
 func (s *Server) cancel(c *gin.Context) {
-	if err := s.reg.Cancel(c.Param("app"), c.Param("id"), isReplication(c)); err != nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
-	c.Status(http.StatusOK)
+	s.answer(c, s.reg.Cancel(c.Param("app"), c.Param("id"), isReplication(c)))
 }
 
 // exists answers 404 unless the addressed instance is registered and visible.
@@ -239,7 +216,7 @@ func (s *Server) statusUpdate(c *gin.Context) {
 	if !s.exists(c) {
 		return
 	}
-	st, ok := parseStatus(c, "value", true)
+	st, ok := s.parseStatus(c, "value", true)
 	if !ok {
 		return
 	}
@@ -247,11 +224,7 @@ func (s *Server) statusUpdate(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := s.reg.StatusUpdate(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)); err != nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
-	c.Status(http.StatusOK)
+	s.answer(c, s.reg.StatusUpdate(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)))
 }
 
 // deleteStatusOverride is DELETE /eureka/apps/{app}/{id}/status[?value=S].
@@ -259,7 +232,7 @@ func (s *Server) deleteStatusOverride(c *gin.Context) {
 	if !s.exists(c) {
 		return
 	}
-	st, ok := parseStatus(c, "value", false)
+	st, ok := s.parseStatus(c, "value", false)
 	if !ok {
 		return
 	}
@@ -267,11 +240,7 @@ func (s *Server) deleteStatusOverride(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := s.reg.DeleteStatusOverride(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)); err != nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
-	c.Status(http.StatusOK)
+	s.answer(c, s.reg.DeleteStatusOverride(c.Param("app"), c.Param("id"), st, dirty, isReplication(c)))
 }
 
 // updateMetadata is PUT /eureka/apps/{app}/{id}/metadata?k=v...: merged into
@@ -289,17 +258,10 @@ func (s *Server) updateMetadata(c *gin.Context) {
 	}
 	kv := make(map[string]string, len(q))
 	for k, vs := range q {
-		if k == "" {
-			badRequest(c, "empty metadata key")
-			return
-		}
 		kv[k] = vs[0]
 	}
-	if _, err := s.reg.UpdateMetadata(c.Param("app"), c.Param("id"), kv); err != nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
-	c.Status(http.StatusOK)
+	_, err = s.reg.UpdateMetadata(c.Param("app"), c.Param("id"), kv)
+	s.answer(c, err)
 }
 
 // asgStatus answers as a Eureka server outside AWS does: ASGs are unknown.

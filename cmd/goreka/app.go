@@ -65,6 +65,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
 		IgnoreDirtyTimestamps: !es.SyncWhenTimestampDiffers,
 		OnEvent:               a.onEvent,
+		OnRenew:               a.onRenew,
 	})
 
 	if sc := cfg.Goreka.Snapshot; sc.Path != "" {
@@ -105,7 +106,6 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	rc.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
 	rc.MaxTimeForReplication = es.MaxTimeForReplication
 	rc.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
-	rc.IgnoreDirtyTimestamps = !es.SyncWhenTimestampDiffers
 	rc.Now = now
 	rc.Logger = log
 	a.repl = replication.New(rc, a.reg, peers)
@@ -122,10 +122,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 
 	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewLoader(a.reg))
 	a.srv = server.New(server.Config{
-		DisableDelta:          es.DisableDelta,
-		MaxBodyBytes:          cfg.Goreka.HTTP.MaxBodyBytes,
-		MaxBatchBodyBytes:     cfg.Goreka.HTTP.MaxBatchBodyBytes,
-		IgnoreDirtyTimestamps: !es.SyncWhenTimestampDiffers,
+		DisableDelta:      es.DisableDelta,
+		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
+		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
 	}, server.Deps{
 		Registry: a.reg,
 		Cache:    a.cache,
@@ -185,11 +184,13 @@ func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
 	return c
 }
 
-// onEvent fans a registry change out: cache invalidation, replication to
-// peers (which skips replicated operations and evictions), logs.
+// onEvent fans a registry change out, in revision order: cache
+// invalidation, replication to peers (which skips changes from peers and
+// evictions), metrics, logs.
 func (a *app) onEvent(e registry.Event) {
-	if e.Changed() && a.cache != nil {
-		a.cache.Invalidate(e.App, e.Instance.VIPAddress, e.Instance.SecureVIPAddress)
+	in := e.Instance()
+	if e.Changed && a.cache != nil {
+		a.cache.Invalidate(e.App, in.VIPAddress, in.SecureVIPAddress)
 	}
 	if a.repl != nil {
 		a.repl.OnEvent(e)
@@ -198,20 +199,32 @@ func (a *app) onEvent(e registry.Event) {
 		a.metrics.OnEvent(e)
 	}
 	switch e.Kind {
-	case registry.EventHeartbeat:
-		if e.Changed() {
-			a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", e.Instance.Status)
-		} else if a.log.Enabled(context.Background(), slog.LevelDebug) {
-			a.log.Debug("renewed", "app", e.App, "instance", e.ID, "replication", e.Replicated)
-		}
+	case registry.EventStatusCorrected:
+		a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
 	case registry.EventRegister:
-		a.log.Info("registered", "app", e.App, "instance", e.ID, "status", e.Instance.Status, "replication", e.Replicated)
+		a.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
 	case registry.EventCancel:
-		a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.Replicated)
+		a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
 	case registry.EventEvict:
 		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
-		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", e.Instance.Status, "replication", e.Replicated)
+		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+	case registry.EventOverrideStored:
+		a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
+	}
+}
+
+// onRenew passes a heartbeat on to replication and metrics. It runs on the
+// renew path, concurrently: nothing here blocks or allocates.
+func (a *app) onRenew(rn registry.Renewal) {
+	if a.repl != nil {
+		a.repl.OnRenew(rn)
+	}
+	if a.metrics != nil {
+		a.metrics.OnRenew(rn)
+	}
+	if a.log.Enabled(context.Background(), slog.LevelDebug) {
+		a.log.Debug("renewed", "app", rn.App, "instance", rn.ID, "replication", rn.FromPeer)
 	}
 }
 

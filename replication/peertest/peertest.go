@@ -7,6 +7,7 @@ package peertest
 import (
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -156,8 +157,7 @@ func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
 			ms, _ := strconv.ParseInt(s, 10, 64)
 			req.LastDirtyTimestamp = time.UnixMilli(ms)
 		}
-		res, _ := p.reg.Renew(req)
-		w.WriteHeader(int(res))
+		w.WriteHeader(code(p.reg.Renew(req)).StatusCode)
 	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodDelete:
 		if err := p.reg.Cancel(parts[1], parts[2], false); err != nil {
 			w.WriteHeader(http.StatusNotFound)
@@ -224,12 +224,6 @@ func (p *Peer) apply(it compat.ReplicationItem) compat.ReplicationResponse {
 	if it.HasLastDirty {
 		dirty = time.UnixMilli(it.LastDirtyTimestamp)
 	}
-	code := func(err error) compat.ReplicationResponse {
-		if err != nil {
-			return compat.ReplicationResponse{StatusCode: http.StatusNotFound}
-		}
-		return compat.ReplicationResponse{StatusCode: http.StatusOK}
-	}
 	switch it.Action {
 	case compat.ActionRegister:
 		if it.Instance == nil || it.Instance.Instance == nil {
@@ -240,13 +234,8 @@ func (p *Peer) apply(it compat.ReplicationItem) compat.ReplicationResponse {
 		p.reg.Register(in, true)
 		return compat.ReplicationResponse{StatusCode: http.StatusOK}
 	case compat.ActionHeartbeat:
-		res, v := p.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, Replication: true,
-			LastDirtyTimestamp: dirty, OverriddenStatus: registry.Status(it.OverriddenStatus)})
-		resp := compat.ReplicationResponse{StatusCode: int(res)}
-		if res == registry.RenewConflict {
-			resp.Entity = &v
-		}
-		return resp
+		return code(p.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, FromPeer: true,
+			LastDirtyTimestamp: dirty, OverriddenStatus: registry.Status(it.OverriddenStatus)}))
 	case compat.ActionCancel:
 		return code(p.reg.Cancel(it.AppName, it.ID, true))
 	case compat.ActionStatusUpdate:
@@ -255,4 +244,17 @@ func (p *Peer) apply(it compat.ReplicationItem) compat.ReplicationResponse {
 		return code(p.reg.DeleteStatusOverride(it.AppName, it.ID, registry.Status(it.Status), dirty, true))
 	}
 	return compat.ReplicationResponse{StatusCode: http.StatusInternalServerError}
+}
+
+// code answers a registry outcome as a Eureka peer does: 200, 409 with the
+// stored copy, or 404 for anything else.
+func code(err error) compat.ReplicationResponse {
+	var conflict *registry.ConflictError
+	switch {
+	case err == nil:
+		return compat.ReplicationResponse{StatusCode: http.StatusOK}
+	case errors.As(err, &conflict):
+		return compat.ReplicationResponse{StatusCode: http.StatusConflict, Entity: &conflict.Stored}
+	}
+	return compat.ReplicationResponse{StatusCode: http.StatusNotFound}
 }

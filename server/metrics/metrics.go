@@ -144,20 +144,16 @@ func b2i(b bool) int {
 	return 0
 }
 
-// OnEvent updates the metrics for one registry event. It is O(1): a
-// heartbeat that keeps its status increments one pre-bound counter.
+// OnEvent updates the metrics for one registry change (a registry
+// listener: changes arrive in revision order, one at a time, so the
+// instance counts never dip below zero). It is O(1).
 func (m *Metrics) OnEvent(e registry.Event) {
-	r := b2i(e.Replicated)
+	r := b2i(e.FromPeer)
 	var next registry.Status
-	if e.Instance != nil {
-		next = e.Instance.Status
+	if in := e.Instance(); in != nil {
+		next = in.Status
 	}
 	switch e.Kind {
-	case registry.EventHeartbeat:
-		m.renews[r].Inc()
-		if e.Prev != next {
-			m.move(e.App, e.Prev, next)
-		}
 	case registry.EventRegister:
 		m.registrations[r].Inc()
 		m.move(e.App, e.Prev, next)
@@ -170,8 +166,14 @@ func (m *Metrics) OnEvent(e registry.Event) {
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		m.statusChanges[r].Inc()
 		m.move(e.App, e.Prev, next)
+	case registry.EventStatusCorrected:
+		m.move(e.App, e.Prev, next)
 	}
 }
+
+// OnRenew counts one heartbeat: a pre-bound counter, no allocation (a
+// registry OnRenew hook; renewals are the hot path).
+func (m *Metrics) OnRenew(rn registry.Renewal) { m.renews[b2i(rn.FromPeer)].Inc() }
 
 // move takes one instance of app out of status from and into status to;
 // "" is "not registered".
@@ -197,9 +199,7 @@ func (m *Metrics) move(app string, from, to registry.Status) {
 	}
 }
 
-// addLocked changes one count. Events arrive after the registry's lock is
-// released, so two changes of one instance may be seen out of order and a
-// count may dip below zero for a moment; the sums still end right.
+// addLocked changes one count.
 func (m *Metrics) addLocked(app string, a *appCounts, i int, d int64) {
 	a.n[i] += d
 	if a.n[i] == 0 {

@@ -1,10 +1,14 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,12 +83,7 @@ func absent(t *testing.T, m *Metrics, name string, labels ...string) {
 func TestInstancesFromRegistryEvents(t *testing.T) {
 	m := New(Sources{})
 	now := time.Unix(1_700_000_000, 0)
-	reg := registry.New(registry.Options{Now: func() time.Time { return now }, OnEvent: m.OnEvent})
-	inst := func(app, id string, st registry.Status) *registry.Instance {
-		return &registry.Instance{InstanceID: id, App: app, HostName: id, IPAddr: "10.0.0.1", Status: st,
-			DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
-			LeaseInfo:      registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}}
-	}
+	reg := registry.New(registry.Options{Now: func() time.Time { return now }, OnEvent: m.OnEvent, OnRenew: m.OnRenew})
 	for _, in := range []*registry.Instance{inst("A", "a1", registry.StatusUp), inst("A", "a2", registry.StatusUp), inst("B", "b1", registry.StatusStarting)} {
 		if _, err := reg.Register(in, false); err != nil {
 			t.Fatal(err)
@@ -107,11 +106,11 @@ func TestInstancesFromRegistryEvents(t *testing.T) {
 	absent(t, m, "eureka_server_instances", "application", "B", "status", "STARTING")
 
 	for range 3 {
-		if res, _ := reg.Renew(registry.RenewRequest{App: "A", ID: "a1"}); res != registry.RenewOK {
-			t.Fatalf("renew: %v", res)
+		if err := reg.Renew(registry.RenewRequest{App: "A", ID: "a1"}); err != nil {
+			t.Fatalf("renew: %v", err)
 		}
 	}
-	reg.Renew(registry.RenewRequest{App: "A", ID: "a2", Replication: true})
+	reg.Renew(registry.RenewRequest{App: "A", ID: "a2", FromPeer: true})
 	want(t, m, 3, "goreka_renews_total", "replication", "false")
 	want(t, m, 1, "goreka_renews_total", "replication", "true")
 
@@ -138,15 +137,59 @@ func TestInstancesFromRegistryEvents(t *testing.T) {
 	}
 }
 
-// TestOutOfOrderEventsSettle: events of one instance may arrive reordered;
-// the counts must still end right.
-func TestOutOfOrderEventsSettle(t *testing.T) {
+// TestCountsFollowConcurrentWrites: the registry delivers changes in
+// revision order, one at a time, so the instance gauges equal the registry's
+// own counts after concurrent writers, and never go negative on the way.
+func TestCountsFollowConcurrentWrites(t *testing.T) {
 	m := New(Sources{})
-	in := &registry.Instance{Status: registry.StatusDown}
-	m.OnEvent(registry.Event{Kind: registry.EventStatusUpdate, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in})
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", ID: "1", Instance: &registry.Instance{Status: registry.StatusUp}})
-	want(t, m, 1, "eureka_server_instances", "application", "A", "status", "DOWN")
-	absent(t, m, "eureka_server_instances", "application", "A", "status", "UP")
+	var neg atomic.Bool
+	reg := registry.New(registry.Options{OnEvent: func(e registry.Event) {
+		m.OnEvent(e)
+		m.mu.Lock()
+		for _, a := range m.apps {
+			for _, n := range a.n {
+				if n < 0 {
+					neg.Store(true)
+				}
+			}
+		}
+		m.mu.Unlock()
+	}})
+	statuses := []registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusOutOfService}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 500 {
+				id := fmt.Sprint("i-", rnd.IntN(5))
+				switch rnd.IntN(4) {
+				case 0, 1:
+					_, _ = reg.Register(inst("A", id, statuses[rnd.IntN(len(statuses))]), false)
+				case 2:
+					_ = reg.StatusUpdate("A", id, statuses[rnd.IntN(len(statuses))], time.Time{}, false)
+				default:
+					_ = reg.Cancel("A", id, false)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if neg.Load() {
+		t.Error("an instance count went below zero")
+	}
+	counts := map[registry.Status]int{}
+	for _, app := range reg.Applications().Apps {
+		for _, v := range app.Instances {
+			counts[v.Instance.Status]++
+		}
+	}
+	for _, st := range statuses {
+		if counts[st] == 0 {
+			absent(t, m, "eureka_server_instances", "application", "A", "status", string(st))
+			continue
+		}
+		want(t, m, float64(counts[st]), "eureka_server_instances", "application", "A", "status", string(st))
+	}
 }
 
 func TestScrapeTimeSources(t *testing.T) {
@@ -210,7 +253,7 @@ func TestFetchAndHTTPCounters(t *testing.T) {
 // config expects, Go runtime and process metrics included.
 func TestExposition(t *testing.T) {
 	m := New(Sources{})
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Instance: &registry.Instance{Status: registry.StatusUp}})
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}})
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL)
@@ -245,20 +288,23 @@ func TestCodeText(t *testing.T) {
 // BenchmarkHeartbeatEvent is the renew hot path: it must not allocate.
 func BenchmarkHeartbeatEvent(b *testing.B) {
 	m := New(Sources{})
-	in := &registry.Instance{Status: registry.StatusUp}
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", ID: "1", Instance: in})
-	e := registry.Event{Kind: registry.EventHeartbeat, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in}
+	rn := registry.Renewal{App: "A", ID: "1", Instance: &registry.Instance{Status: registry.StatusUp}}
 	b.ReportAllocs()
 	for b.Loop() {
-		m.OnEvent(e)
+		m.OnRenew(rn)
 	}
 }
 
 func TestHeartbeatEventDoesNotAllocate(t *testing.T) {
 	m := New(Sources{})
-	in := &registry.Instance{Status: registry.StatusUp}
-	e := registry.Event{Kind: registry.EventHeartbeat, App: "A", ID: "1", Prev: registry.StatusUp, Instance: in}
-	if n := testing.AllocsPerRun(100, func() { m.OnEvent(e) }); n != 0 {
-		t.Fatalf("heartbeat event: %v allocs, want 0", n)
+	rn := registry.Renewal{App: "A", ID: "1", Instance: &registry.Instance{Status: registry.StatusUp}}
+	if n := testing.AllocsPerRun(100, func() { m.OnRenew(rn) }); n != 0 {
+		t.Fatalf("heartbeat: %v allocs, want 0", n)
 	}
+}
+
+func inst(app, id string, st registry.Status) *registry.Instance {
+	return &registry.Instance{InstanceID: id, App: app, HostName: id, IPAddr: "10.0.0.1", Status: st,
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		LeaseInfo:      registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}}
 }

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// statusOf maps a registry operation's outcome to the HTTP status Eureka
+// answers it with. It is the only place that does: the REST handlers and
+// the replication batch both use it.
+//
+//   - nil: 200
+//   - registry.ErrNotFound (and ErrNewerCopy, which is one): 404, which makes
+//     a renewing client or peer register again
+//   - *registry.ConflictError: 409, the sender adopts the stored copy
+//   - *registry.ValidationError: 400 (Eureka answers some of these with 500,
+//     a caller's mistake is a 400 here so the sender's logs say what is wrong)
+//   - anything else: 500
+func statusOf(err error) int {
+	var (
+		conflict *registry.ConflictError
+		invalid  *registry.ValidationError
+	)
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, registry.ErrNotFound):
+		return http.StatusNotFound
+	case errors.As(err, &conflict):
+		return http.StatusConflict
+	case errors.As(err, &invalid):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// answer writes the outcome of a write operation as Eureka does: no body,
+// except a plain-text reason for a 400 and the stored instance for a 409.
+func (s *Server) answer(c *gin.Context, err error) {
+	code := statusOf(err)
+	var conflict *registry.ConflictError
+	switch {
+	case code == http.StatusBadRequest:
+		badRequest(c, "%s", err.Error())
+	case errors.As(err, &conflict):
+		s.writeInstance(c, http.StatusConflict, conflict.Stored)
+	case code == http.StatusInternalServerError:
+		s.log.Error("registry operation failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		c.Status(code)
+	default:
+		c.Status(code)
+	}
+}
