@@ -12,27 +12,12 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
-}
+// newClock returns the fake clock the tests start from.
+func newClock() *clocktest.Clock { return clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // registry is a fake data source: each key's payload names the key and a version that
 // bump increases, so tests can tell a fresh payload from a stale one.
@@ -108,7 +93,7 @@ func wantPayload(t *testing.T, v *Value, want []byte) {
 	}
 }
 
-func rwConfig(clk *fakeClock) Config {
+func rwConfig(clk *clocktest.Clock) Config {
 	cfg := DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now

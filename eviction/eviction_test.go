@@ -12,24 +12,8 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // logBuf collects log output; slog handlers may write concurrently.
 type logBuf struct {
@@ -53,7 +37,7 @@ func (l *logBuf) count(s string) int {
 // whole minute, so that renewals fall into predictable minute buckets.
 type env struct {
 	t      *testing.T
-	clock  *clock
+	clock  *clocktest.Clock
 	reg    *registry.Registry
 	ev     *Evictor
 	logs   *logBuf
@@ -63,7 +47,7 @@ type env struct {
 
 func newEnv(t *testing.T, selfPreservation bool) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, logs: &logBuf{}}
+	e := &env{t: t, clock: clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)), logs: &logBuf{}}
 	e.reg = registry.New(registry.Options{
 		Now:             e.clock.Now,
 		ExpectedClients: 1, // Spring's expected-number-of-clients-sending-renews
@@ -130,7 +114,7 @@ func (e *env) simulate(d time.Duration, app string, live func(id string) bool, i
 	e.t.Helper()
 	var runs [][]registry.InstanceKey
 	for range d / (30 * time.Second) {
-		e.clock.Add(30 * time.Second)
+		e.clock.Advance(30 * time.Second)
 		for _, id := range ids {
 			if live(id) {
 				e.renew(app, id)
@@ -155,7 +139,7 @@ func TestRunOnceBeforeOpenForTrafficDoesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)
 	e.register("svc", "a", 0)
-	e.clock.Add(10 * time.Minute)
+	e.clock.Advance(10 * time.Minute)
 	if got := e.ev.RunOnce(); got != nil {
 		t.Fatalf("evicted %v before OpenForTraffic", got)
 	}
@@ -238,18 +222,18 @@ func TestLateRunIsCompensated(t *testing.T) {
 			e.register("svc", "a", 0)
 			e.renew("svc", "a") // expires once now > S + 180 s
 			start := e.clock.Now()
-			e.clock.Add(tc.previousRun)
+			e.clock.Advance(tc.previousRun)
 			if got := e.ev.RunOnce(); got != nil {
 				t.Fatalf("first run evicted %v", got)
 			}
-			e.clock.Add(start.Add(240 * time.Second).Sub(e.clock.Now()))
+			e.clock.Set(start.Add(240 * time.Second))
 			got := e.ev.RunOnce()
 			if (len(got) == 1) != tc.wantEvicted {
 				t.Fatalf("run at S+240s evicted %v, want evicted=%v", got, tc.wantEvicted)
 			}
 			if !tc.wantEvicted {
 				// The next run, on time again, takes it.
-				e.clock.Add(time.Minute)
+				e.clock.Advance(time.Minute)
 				if got := e.ev.RunOnce(); len(got) != 1 {
 					t.Fatalf("on-time run after the late one evicted %v", got)
 				}
@@ -410,7 +394,7 @@ func TestCappedRunPicksAtRandom(t *testing.T) {
 		e.ev.cfg.Rand = rand.New(rand.NewPCG(seed, seed))
 		e.ev.OpenForTraffic(1)
 		e.fleet("svc", 40) // limit 6, all expired
-		e.clock.Add(10 * time.Minute)
+		e.clock.Advance(10 * time.Minute)
 		var ids []string
 		for _, k := range e.ev.RunOnce() {
 			ids = append(ids, k.ID)

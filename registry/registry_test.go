@@ -7,23 +7,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
 
 func inst(app, id string, s Status) *Instance {
@@ -34,7 +23,7 @@ func inst(app, id string, s Status) *Instance {
 	}
 }
 
-func newReg(t *testing.T) (*Registry, *clock, *[]Event) {
+func newReg(t *testing.T) (*Registry, *clocktest.Clock, *[]Event) {
 	t.Helper()
 	c := newClock()
 	var mu sync.Mutex
@@ -249,7 +238,7 @@ func TestStatusOverrideLifecycle(t *testing.T) {
 	if err := r.Renew(RenewRequest{App: "svc", ID: "a"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("renew after delete: %v, want not found", err)
 	}
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	mustRegister(t, r, inst("svc", "a", StatusUp), false)
 	if s := status(t, r, "svc", "a"); s != StatusUp {
 		t.Fatalf("re-registered status %s", s)
@@ -325,20 +314,20 @@ func TestLeaseExpiry(t *testing.T) {
 	in := inst("svc", "a", StatusUp)
 	in.LeaseInfo.Duration = 10 * time.Second
 	mustRegister(t, r, in, false)
-	c.Add(10 * time.Second)
+	c.Advance(10 * time.Second)
 	if len(r.Expired(c.Now(), 0)) != 0 {
 		t.Fatal("expired at exactly the duration")
 	}
-	c.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if len(r.Expired(c.Now(), 0)) != 1 {
 		t.Fatal("never-renewed lease must expire one duration after registration")
 	}
 	r.Renew(RenewRequest{App: "svc", ID: "a"})
-	c.Add(20 * time.Second) // 2 x duration after the renewal
+	c.Advance(20 * time.Second) // 2 x duration after the renewal
 	if len(r.Expired(c.Now(), 0)) != 0 {
 		t.Fatal("a renewed lease lives two durations (Eureka's quirk)")
 	}
-	c.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if len(r.Expired(c.Now(), 0)) != 1 {
 		t.Fatal("renewed lease must expire after two durations")
 	}
@@ -349,7 +338,7 @@ func TestLeaseExpiry(t *testing.T) {
 	if err := r.EvictExpired("svc", "a", c.Now(), 0); !errors.Is(err, ErrNotExpired) {
 		t.Fatalf("a lease renewed since it was found expired must stay: %v", err)
 	}
-	c.Add(41 * time.Second)
+	c.Advance(41 * time.Second)
 	if err := r.EvictExpired("svc", "a", c.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -401,18 +390,18 @@ func TestUpdateMetadata(t *testing.T) {
 func TestRenewsLastMinute(t *testing.T) {
 	r, c, _ := newReg(t)
 	mustRegister(t, r, inst("svc", "a", StatusUp), false)
-	c.Add(time.Minute - time.Duration(c.Now().Second())*time.Second) // start of a minute
+	c.Advance(time.Minute - time.Duration(c.Now().Second())*time.Second) // start of a minute
 	for range 5 {
 		r.Renew(RenewRequest{App: "svc", ID: "a"})
 	}
 	if n := r.RenewsLastMinute(); n != 0 {
 		t.Fatalf("current minute must not count yet: %d", n)
 	}
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	if n := r.RenewsLastMinute(); n != 5 {
 		t.Fatalf("last minute = %d, want 5", n)
 	}
-	c.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	if n := r.RenewsLastMinute(); n != 0 {
 		t.Fatalf("after an idle minute = %d", n)
 	}
@@ -425,9 +414,9 @@ func TestRenewsLastMinute(t *testing.T) {
 func TestPruneRecentlyChanged(t *testing.T) {
 	r, c, _ := newReg(t)
 	mustRegister(t, r, inst("svc", "a", StatusUp), false)
-	c.Add(100 * time.Second)
+	c.Advance(100 * time.Second)
 	mustRegister(t, r, inst("svc", "b", StatusUp), false)
-	c.Add(100 * time.Second)
+	c.Advance(100 * time.Second)
 	r.PruneRecentlyChanged(180 * time.Second)
 	d := r.Delta()
 	if len(d.Apps) != 1 || len(d.Apps[0].Instances) != 1 || d.Apps[0].Instances[0].Instance.ID() != "b" {
@@ -530,7 +519,7 @@ func TestDeltaHashConsistencyUnderConcurrentWrites(t *testing.T) {
 	m.replace(r.Applications())
 	mismatches := 0
 	for range 300 {
-		c.Add(100 * time.Millisecond)
+		c.Advance(100 * time.Millisecond)
 		d := r.Delta()
 		m.apply(d)
 		if m.hash() != d.HashCode {
@@ -547,7 +536,7 @@ func TestDeltaHashConsistencyUnderConcurrentWrites(t *testing.T) {
 
 func TestGeneratedDirtyTimestampIsMilliseconds(t *testing.T) {
 	c := newClock()
-	c.Add(123456789 * time.Nanosecond)
+	c.Advance(123456789 * time.Nanosecond)
 	r := New(Options{Now: c.Now})
 	a := inst("svc", "a", StatusUp)
 	a.Metadata = map[string]string{"v": "old"}

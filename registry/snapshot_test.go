@@ -7,21 +7,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 // populated returns a registry with the kinds of state a snapshot must keep:
 // plain instances, a REST status override, REST-set metadata, a DOWN
 // instance, a custom lease and an override for an unregistered id.
-func populated(t *testing.T) (*Registry, *clock) {
+func populated(t *testing.T) (*Registry, *clocktest.Clock) {
 	t.Helper()
 	r, c, _ := newReg(t)
 	a := inst("SVC", "svc-1", StatusUp)
 	a.LeaseInfo = LeaseInfo{RenewalInterval: 5 * time.Second, Duration: 15 * time.Second}
 	mustRegister(t, r, a, false)
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	mustRegister(t, r, inst("SVC", "svc-2", StatusUp), false)
 	mustRegister(t, r, inst("OTHER", "other-1", StatusDown), true)
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if err := r.StatusUpdate("SVC", "svc-2", StatusOutOfService, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func populated(t *testing.T) (*Registry, *clock) {
 		t.Fatal(err)
 	}
 	r.storeOverride("GONE", "gone-1", StatusDown)
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if err := r.Renew(RenewRequest{App: "SVC", ID: "svc-1"}); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
@@ -50,7 +52,7 @@ func TestExportRestoreRoundTrip(t *testing.T) {
 		t.Fatalf("export order %v, want %v", order, want)
 	}
 
-	c.Add(time.Hour)
+	c.Advance(time.Hour)
 	loadAt := c.Now()
 	dst := New(Options{Now: c.Now, ExpectedClients: 1})
 	if n := dst.Restore(snap); n != 3 {
@@ -117,25 +119,25 @@ func TestRestoreReportsReplicatedRegisters(t *testing.T) {
 func TestRestoredLeaseExpiresAfterItsOwnDuration(t *testing.T) {
 	src, c := populated(t)
 	snap := src.Export()
-	c.Add(24 * time.Hour) // the snapshot's own lease times are long past
+	c.Advance(24 * time.Hour) // the snapshot's own lease times are long past
 	dst := New(Options{Now: c.Now})
 	dst.Restore(snap)
 	if exp := dst.Expired(c.Now(), 0); len(exp) != 0 {
 		t.Fatalf("expired right after restore: %v", exp)
 	}
-	c.Add(15 * time.Second) // svc-1's own duration
+	c.Advance(15 * time.Second) // svc-1's own duration
 	if exp := dst.Expired(c.Now(), 0); len(exp) != 0 {
 		t.Fatalf("expired at exactly the lease duration: %v", exp)
 	}
-	c.Add(time.Nanosecond)
+	c.Advance(time.Nanosecond)
 	if exp := dst.Expired(c.Now(), 0); !reflect.DeepEqual(exp, []InstanceKey{{"SVC", "svc-1"}}) {
 		t.Fatalf("expired %v, want svc-1 (15 s lease) only", exp)
 	}
-	c.Add(DefaultLeaseDuration - 15*time.Second)
+	c.Advance(DefaultLeaseDuration - 15*time.Second)
 	if err := dst.Renew(RenewRequest{App: "OTHER", ID: "other-1"}); err != nil {
 		t.Fatalf("renew other-1: %v", err)
 	}
-	c.Add(time.Nanosecond)
+	c.Advance(time.Nanosecond)
 	if exp := dst.Expired(c.Now(), 0); !reflect.DeepEqual(exp, []InstanceKey{{"SVC", "svc-1"}, {"SVC", "svc-2"}}) {
 		t.Fatalf("expired %v, want svc-1 and svc-2; the renewed other-1 lives on", exp)
 	}
@@ -193,7 +195,7 @@ func TestSameState(t *testing.T) {
 	}{
 		{"nothing", func() {}, false},
 		{"renew", func() { r.Renew(RenewRequest{App: "SVC", ID: "svc-1"}) }, false},
-		{"clock", func() { c.Add(time.Minute) }, false},
+		{"clock", func() { c.Advance(time.Minute) }, false},
 		{"register", func() { mustRegister(t, r, inst("NEW", "new-1", StatusUp), false) }, true},
 		{"re-register same id", func() { mustRegister(t, r, inst("NEW", "new-1", StatusUp), false) }, true},
 		{"status update", func() { r.StatusUpdate("NEW", "new-1", StatusDown, time.Time{}, false) }, true},

@@ -21,12 +21,6 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-// clock is a settable fake clock.
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time          { return c.t }
-func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
-
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

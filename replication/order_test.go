@@ -8,6 +8,7 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 // queued lists a peer's pending tasks as "action:status" in queue order.
@@ -25,10 +26,10 @@ func queued(p *peerState) []string {
 // and only same-action idempotent tasks of one instance fold together:
 // the sequences that used to leave a peer different from this server.
 func TestQueueKeepsEachInstancesOrder(t *testing.T) {
-	clk := &clock{t: time.UnixMilli(1_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
 	p := rep.peers[0]
-	if _, err := reg.Register(instance("APP", "a", clk.t), false); err != nil {
+	if _, err := reg.Register(instance("APP", "a", clk.Now()), false); err != nil {
 		t.Fatal(err)
 	}
 	must := func(err error) {
@@ -50,7 +51,7 @@ func TestQueueKeepsEachInstancesOrder(t *testing.T) {
 	must(reg.DeleteStatusOverride("APP", "a", registry.StatusUp, time.Time{}, false))
 	// Cancel, register, cancel: never reordered.
 	must(reg.Cancel("APP", "a", false))
-	if _, err := reg.Register(instance("APP", "a", clk.t.Add(time.Millisecond)), false); err != nil {
+	if _, err := reg.Register(instance("APP", "a", clk.Now().Add(time.Millisecond)), false); err != nil {
 		t.Fatal(err)
 	}
 	must(reg.Cancel("APP", "a", false))
@@ -74,10 +75,10 @@ func TestQueueKeepsEachInstancesOrder(t *testing.T) {
 // Changes from peers, evictions and corrections are not replicated, but the
 // queue still learns their revision.
 func TestOnEventSkipsPeerChangesAndEvictions(t *testing.T) {
-	clk := &clock{t: time.UnixMilli(1_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
 	p := rep.peers[0]
-	if _, err := reg.Register(instance("APP", "a", clk.t), true); err != nil {
+	if _, err := reg.Register(instance("APP", "a", clk.Now()), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Evict("APP", "a"); err != nil {
@@ -98,10 +99,10 @@ func TestOnEventSkipsPeerChangesAndEvictions(t *testing.T) {
 // the copy belongs to a change the queue has not seen yet (it is on its
 // way, in order) or the instance is gone.
 func TestReregisterNeverOvertakesANewerChange(t *testing.T) {
-	clk := &clock{t: time.UnixMilli(1_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
 	p := rep.peers[0]
-	if _, err := reg.Register(instance("APP", "a", clk.t), false); err != nil {
+	if _, err := reg.Register(instance("APP", "a", clk.Now()), false); err != nil {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
@@ -157,7 +158,7 @@ func TestItemOfUsesTheEventOnly(t *testing.T) {
 
 // wiredNoRun is a registry feeding a Replicator whose one peer is never
 // contacted (no sender runs): the tests read its queue.
-func wiredNoRun(t *testing.T, clk *clock) (*registry.Registry, *Replicator) {
+func wiredNoRun(t *testing.T, clk *clocktest.Clock) (*registry.Registry, *Replicator) {
 	t.Helper()
 	var rep *Replicator
 	reg := registry.New(registry.Options{Now: clk.Now,

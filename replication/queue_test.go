@@ -7,6 +7,7 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 func TestQueueFoldsOnlyAnInstancesLastTaskOfTheSameAction(t *testing.T) {
@@ -82,11 +83,11 @@ func TestQueueRequeueKeepsOrder(t *testing.T) {
 // its bound and the overflow is counted.
 func TestDeadPeerMemoryBounded(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := clocktest.New(time.Unix(1000, 0))
 	cfg := Config{Now: clk.Now, MaxElementsInPeerReplicationPool: 1000, Seed: 1}
 	reg := registry.New(registry.Options{Now: clk.Now})
 	rep := New(cfg, reg, []Peer{mustPeer(t, "http://127.0.0.1:1/eureka/")})
-	in := instance("APP", "x", clk.t)
+	in := instance("APP", "x", clk.Now())
 	const n = 100_000
 	for i := range n {
 		rep.OnRenew(registry.Renewal{App: "APP", ID: fmt.Sprint("i-", i), Instance: in})
@@ -111,10 +112,10 @@ func TestDeadPeerMemoryBounded(t *testing.T) {
 
 func TestOnEventIgnoresReplicatedAndEvict(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := clocktest.New(time.Unix(1000, 0))
 	reg := registry.New(registry.Options{Now: clk.Now})
 	rep := New(Config{Now: clk.Now}, reg, []Peer{mustPeer(t, "http://127.0.0.1:1/eureka/")})
-	in := instance("APP", "a", clk.t)
+	in := instance("APP", "a", clk.Now())
 	rep.OnEvent(registry.Event{Kind: registry.EventRegister, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in}, FromPeer: true})
 	rep.OnEvent(registry.Event{Kind: registry.EventEvict, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in}})
 	if d := rep.Status()[0].QueueDepth; d != 0 {
@@ -128,13 +129,13 @@ func TestOnEventIgnoresReplicatedAndEvict(t *testing.T) {
 
 func TestItemOf(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg := registry.New(registry.Options{Now: clk.Now})
-	in, err := reg.Register(instance("APP", "a", clk.t), false)
+	in, err := reg.Register(instance("APP", "a", clk.Now()), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := clk.t.UnixMilli()
+	ms := clk.Now().UnixMilli()
 	tests := []struct {
 		e    registry.Event
 		want compat.ReplicationItem

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 	"github.com/goreka/goreka/replication/peertest"
 )
 
@@ -73,10 +74,10 @@ func send(t *testing.T, rep *Replicator) (time.Duration, error) {
 func TestHeartbeat404SendsRegister(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg, rep := wired(t, Config{Now: clk.Now}, fake)
-	in, _ := reg.Register(instance("APP", "a", clk.t), false)
-	rep.peers[0].q.take(10, clk.t) // forget the register: the peer never got it
+	in, _ := reg.Register(instance("APP", "a", clk.Now()), false)
+	rep.peers[0].q.take(10, clk.Now()) // forget the register: the peer never got it
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
@@ -112,21 +113,21 @@ func TestHeartbeat404SendsRegister(t *testing.T) {
 func TestHeartbeat409AdoptsPeerCopy(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg, rep := wired(t, Config{Now: clk.Now}, fake)
-	reg.Register(instance("APP", "a", clk.t), false)
-	newer := instance("APP", "a", clk.t.Add(time.Minute))
+	reg.Register(instance("APP", "a", clk.Now()), false)
+	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.Status = registry.StatusDown
 	newer.Metadata = map[string]string{"v": "2"}
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.t)
+	rep.peers[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := reg.Get("APP", "a")
 	if v.Instance.Status != registry.StatusDown || v.Instance.Metadata["v"] != "2" ||
-		!v.Instance.LastDirtyTimestamp.Equal(clk.t.Add(time.Minute)) {
+		!v.Instance.LastDirtyTimestamp.Equal(clk.Now().Add(time.Minute)) {
 		t.Errorf("local copy after 409 = %+v", v.Instance)
 	}
 	if d := rep.Status()[0].QueueDepth; d != 0 {
@@ -140,16 +141,16 @@ func TestHeartbeat409AdoptsPeerCopy(t *testing.T) {
 func TestHeartbeat409AdoptsPeerOverride(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg, rep := wired(t, Config{Now: clk.Now}, fake)
-	reg.Register(instance("APP", "a", clk.t), false)
+	reg.Register(instance("APP", "a", clk.Now()), false)
 	if err := reg.StatusUpdate("APP", "a", registry.StatusOutOfService, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
-	newer := instance("APP", "a", clk.t.Add(time.Minute))
+	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.OverriddenStatus = registry.StatusUp
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.t)
+	rep.peers[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
@@ -166,18 +167,18 @@ func TestHeartbeat409AdoptsPeerOverride(t *testing.T) {
 func TestHeartbeat409IgnoredWithoutTimestampSync(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	// sync-when-timestamp-differs=false is the registry's policy: Adopt
 	// refuses peers' copies.
 	var rep *Replicator
 	reg := registry.New(registry.Options{Now: clk.Now, IgnoreDirtyTimestamps: true,
 		OnEvent: func(e registry.Event) { rep.OnEvent(e) }, OnRenew: func(rn registry.Renewal) { rep.OnRenew(rn) }})
 	rep = New(Config{Now: clk.Now, Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, fake.ServiceURL())})
-	reg.Register(instance("APP", "a", clk.t), false)
-	newer := instance("APP", "a", clk.t.Add(time.Minute))
+	reg.Register(instance("APP", "a", clk.Now()), false)
+	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.Status = registry.StatusDown
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.t)
+	rep.peers[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	send(t, rep)
 	if v, _ := reg.Get("APP", "a"); v.Instance.Status != registry.StatusUp {
@@ -209,10 +210,10 @@ func TestBatchFailures(t *testing.T) {
 			t.Parallel()
 			fake := peertest.New(t)
 			tc.setup(fake)
-			clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+			clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 			reg, rep := wired(t, Config{Now: clk.Now}, fake)
-			reg.Register(instance("APP", "a", clk.t), false)
-			reg.Register(instance("APP", "b", clk.t), false)
+			reg.Register(instance("APP", "a", clk.Now()), false)
+			reg.Register(instance("APP", "b", clk.Now()), false)
 			d, err := send(t, rep)
 			if err == nil {
 				t.Fatal("no error")
@@ -238,7 +239,7 @@ func TestBatchFailures(t *testing.T) {
 			}
 			reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 			send(t, rep)
-			if st := rep.Status()[0]; st.State != "up" || !st.LastSuccess.Equal(clk.t) {
+			if st := rep.Status()[0]; st.State != "up" || !st.LastSuccess.Equal(clk.Now()) {
 				t.Errorf("after recovery: %+v", st)
 			}
 		})
@@ -256,7 +257,7 @@ func (c *lyingClient) fetchApps(context.Context, *Peer) (*registry.Applications,
 
 func TestWrongLengthResponseDropsBatch(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := clocktest.New(time.Unix(1000, 0))
 	reg := registry.New(registry.Options{Now: clk.Now})
 	rep := newReplicator(Config{Now: clk.Now, Logger: testLogger(t)}, reg, []Peer{mustPeer(t, "http://x/eureka/")}, &lyingClient{n: 1}, nil)
 	rep.OnEvent(registry.Event{Kind: registry.EventCancel, App: "APP", ID: "a"})
@@ -271,9 +272,9 @@ func TestWrongLengthResponseDropsBatch(t *testing.T) {
 func TestTasksExpire(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg, rep := wired(t, Config{Now: clk.Now, MaxTimeForReplication: 10 * time.Second}, fake)
-	in := instance("APP", "a", clk.t)
+	in := instance("APP", "a", clk.Now())
 	in.LeaseInfo.RenewalInterval = 5 * time.Second
 	reg.Register(in, false) // expires after 5 s (renewal interval)
 	clk.Advance(4 * time.Second)
@@ -296,7 +297,7 @@ func TestBasicAuthAndCompression(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
 	fake.RequireBasicAuth("admin", "pw")
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg := registry.New(registry.Options{Now: clk.Now})
 	u := strings.Replace(fake.ServiceURL(), "http://", "http://admin:pw@", 1)
 	rep := New(Config{Now: clk.Now, EnableReplicatedRequestCompression: true, Logger: testLogger(t)}, reg, []Peer{mustPeer(t, u)})
@@ -410,7 +411,7 @@ func TestBackoffInRunLoop(t *testing.T) {
 func TestFlushSendsEverythingNow(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	_, rep := wired(t, Config{Now: clk.Now}, fake)
 	for i := range 600 {
 		rep.OnEvent(registry.Event{Kind: registry.EventCancel, App: "APP", ID: fmt.Sprint("i-", i)})

@@ -9,37 +9,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	srv   *Server
 	reg   *registry.Registry
-	clock *fakeClock
+	clock *clocktest.Clock
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	reg := registry.New(registry.Options{Now: clk.Now, ExpectedClients: 1, SelfID: "eureka-1"})
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
@@ -78,12 +66,12 @@ func (f *fixture) populate(t *testing.T) {
 		if w.Code != 204 || w.Body.Len() != 0 {
 			t.Fatalf("register %d: %d %q", i, w.Code, w.Body.String())
 		}
-		f.clock.Add(time.Second)
+		f.clock.Advance(time.Second)
 	}
 	if w := f.do(t, "PUT", "/eureka/apps/PAYMENT/i-0abc/status?value=OUT_OF_SERVICE", "", nil); w.Code != 200 {
 		t.Fatalf("override: %d", w.Code)
 	}
-	f.clock.Add(time.Second)
+	f.clock.Advance(time.Second)
 	if w := f.do(t, "PUT", "/eureka/apps/ORDER-SERVICE/host-a:order-service:8080", "", nil); w.Code != 200 {
 		t.Fatalf("renew: %d", w.Code)
 	}

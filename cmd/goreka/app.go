@@ -17,10 +17,10 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/registry/snapshot"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/metrics"
+	"github.com/goreka/goreka/snapshot"
 )
 
 // app is one goreka server: registry, cache, eviction, replication and HTTP,

@@ -27,7 +27,7 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/registry/snapshot"
+	"github.com/goreka/goreka/snapshot"
 )
 
 // snapArgs configures a standalone server on 127.0.0.1:port: its only

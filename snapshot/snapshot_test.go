@@ -19,26 +19,10 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func instance(app, id string, s registry.Status) *registry.Instance {
 	return &registry.Instance{
@@ -52,7 +36,7 @@ func instance(app, id string, s registry.Status) *registry.Instance {
 
 // filled returns a registry on clock c with instances in several states,
 // an override, REST metadata and an Amazon instance.
-func filled(t *testing.T, c *clock) *registry.Registry {
+func filled(t *testing.T, c *clocktest.Clock) *registry.Registry {
 	t.Helper()
 	r := registry.New(registry.Options{Now: c.Now, SelfID: "eureka-1"})
 	must := func(_ *registry.Instance, err error) {
@@ -70,7 +54,7 @@ func filled(t *testing.T, c *clock) *registry.Registry {
 	aws.DataCenterInfo = registry.DataCenterInfo{Name: registry.DataCenterAmazon, Metadata: map[string]string{"instance-id": "i-123", "availability-zone": "eu-1a"}}
 	must(r.Register(aws, true))
 	must(r.Register(instance("EUREKA", "eureka-1", registry.StatusUp), false))
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if err := r.StatusUpdate("ORDERS", "orders-1", registry.StatusOutOfService, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +70,7 @@ func wireOf(v registry.LeaseView) string {
 }
 
 func TestMarshalRestoreRoundTrip(t *testing.T) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	src := filled(t, c)
 	snap := src.Export()
 	data := Marshal(snap, c.Now(), "eureka-1")
@@ -98,7 +82,7 @@ func TestMarshalRestoreRoundTrip(t *testing.T) {
 	if f.Version != Version || !f.Written.Equal(c.Now()) || f.Server != "eureka-1" {
 		t.Errorf("header %+v", f)
 	}
-	c.Add(10 * time.Minute)
+	c.Advance(10 * time.Minute)
 	dst := registry.New(registry.Options{Now: c.Now, SelfID: "eureka-1"})
 	if n := dst.Restore(f.Snapshot); n != len(snap.Instances) {
 		t.Fatalf("restored %d of %d", n, len(snap.Instances))
@@ -121,7 +105,7 @@ func TestMarshalRestoreRoundTrip(t *testing.T) {
 }
 
 func TestMarshalShape(t *testing.T) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	data := Marshal(filled(t, c).Export(), c.Now(), "eureka-1")
 	if !bytes.HasPrefix(data, []byte(`{"format":"goreka-registry-snapshot","version":1,"written":"2026-03-01T12:00:01Z","server":"eureka-1","count":4,`)) {
 		t.Errorf("header: %.160s", data)
@@ -153,7 +137,7 @@ func withChecksum(body string) []byte {
 }
 
 func TestUnmarshalRejects(t *testing.T) {
-	good := Marshal(filled(t, &clock{t: t0}).Export(), t0, "s")
+	good := Marshal(filled(t, clocktest.New(t0)).Export(), t0, "s")
 	header := `{"format":"goreka-registry-snapshot","version":`
 	tests := []struct {
 		name string
@@ -196,7 +180,7 @@ func TestUnmarshalRejects(t *testing.T) {
 // Every prefix of a snapshot (what a torn, non-atomic write would leave)
 // and every single-byte change is refused.
 func TestEveryTruncationAndByteFlipRefused(t *testing.T) {
-	good := Marshal(filled(t, &clock{t: t0}).Export(), t0, "s")
+	good := Marshal(filled(t, clocktest.New(t0)).Export(), t0, "s")
 	for n := range len(good) - 1 { // the last byte is the optional newline
 		if _, err := Unmarshal(good[:n]); err == nil {
 			t.Fatalf("prefix of %d/%d bytes accepted", n, len(good))
@@ -276,7 +260,7 @@ func (l *logs) lines() []string {
 	return strings.Split(strings.TrimSpace(l.buf.String()), "\n")
 }
 
-func newStore(t *testing.T, reg Registry, c *clock, p string, maxAge time.Duration) (*Store, *logs) {
+func newStore(t *testing.T, reg Registry, c *clocktest.Clock, p string, maxAge time.Duration) (*Store, *logs) {
 	t.Helper()
 	l := &logs{}
 	return New(reg, Config{Path: p, MaxAge: maxAge, Server: "eureka-1", Now: c.Now,
@@ -284,7 +268,7 @@ func newStore(t *testing.T, reg Registry, c *clock, p string, maxAge time.Durati
 }
 
 func TestStoreRestore(t *testing.T) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	src := filled(t, c)
 	good := Marshal(src.Export(), c.Now(), "eureka-0")
 
@@ -304,7 +288,7 @@ func TestStoreRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := registry.New(registry.Options{Now: c.Now})
-		s, l := newStore(t, reg, &clock{t: t0.Add(59 * time.Minute)}, p, time.Hour)
+		s, l := newStore(t, reg, clocktest.New(t0.Add(59*time.Minute)), p, time.Hour)
 		if n := s.Restore(); n != 4 || reg.Size() != 4 {
 			t.Fatalf("restored %d, size %d, want 4", n, reg.Size())
 		}
@@ -318,7 +302,7 @@ func TestStoreRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := registry.New(registry.Options{})
-		s, l := newStore(t, reg, &clock{t: t0.Add(time.Hour + 2*time.Second)}, p, time.Hour)
+		s, l := newStore(t, reg, clocktest.New(t0.Add(time.Hour+2*time.Second)), p, time.Hour)
 		if n := s.Restore(); n != 0 || reg.Size() != 0 {
 			t.Fatalf("restored %d from a stale snapshot", n)
 		}
@@ -335,7 +319,7 @@ func TestStoreRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := registry.New(registry.Options{})
-		s, _ := newStore(t, reg, &clock{t: t0.Add(1000 * time.Hour)}, p, 0)
+		s, _ := newStore(t, reg, clocktest.New(t0.Add(1000*time.Hour)), p, 0)
 		if n := s.Restore(); n != 4 {
 			t.Fatalf("restored %d", n)
 		}
@@ -382,7 +366,7 @@ func readBack(t *testing.T, p string) *File {
 }
 
 func TestStoreWritesOnlyWhenChanged(t *testing.T) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	reg := filled(t, c)
 	p := filepath.Join(t.TempDir(), "snap.json")
 	s, _ := newStore(t, reg, c, p, time.Hour) // refresh every 6 minutes
@@ -393,13 +377,13 @@ func TestStoreWritesOnlyWhenChanged(t *testing.T) {
 	if !first.Equal(c.Now()) || len(readBack(t, p).Snapshot.Instances) != 4 {
 		t.Fatalf("first tick did not write: %v", first)
 	}
-	c.Add(5 * time.Second)
+	c.Advance(5 * time.Second)
 	reg.Renew(registry.RenewRequest{App: "ORDERS", ID: "orders-2"})
 	s.save(false)
 	if !written().Equal(first) {
 		t.Fatal("a renewal caused a write")
 	}
-	c.Add(5 * time.Second)
+	c.Advance(5 * time.Second)
 	if err := reg.Cancel("ORDERS", "orders-2", false); err != nil {
 		t.Fatal(err)
 	}
@@ -408,17 +392,17 @@ func TestStoreWritesOnlyWhenChanged(t *testing.T) {
 		t.Fatalf("cancel not written: %v, %d instances", f.Written, len(f.Snapshot.Instances))
 	}
 	last := c.Now()
-	c.Add(6*time.Minute - time.Nanosecond)
+	c.Advance(6*time.Minute - time.Nanosecond)
 	s.save(false)
 	if !written().Equal(last) {
 		t.Fatal("rewritten before the refresh period")
 	}
-	c.Add(time.Nanosecond)
+	c.Advance(time.Nanosecond)
 	s.save(false)
 	if !written().Equal(c.Now()) {
 		t.Fatal("unchanged registry not rewritten after MaxAge/10: a crash would leave a snapshot that ages out")
 	}
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +412,7 @@ func TestStoreWritesOnlyWhenChanged(t *testing.T) {
 }
 
 func TestStoreWriteErrorLoggedOnce(t *testing.T) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	reg := filled(t, c)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "snap.json")

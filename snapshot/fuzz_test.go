@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
 )
 
 // FuzzUnmarshal: no input panics, and whatever decodes re-encodes to a
 // document that decodes to the same instances and overrides.
 func FuzzUnmarshal(f *testing.F) {
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	r := registry.New(registry.Options{Now: c.Now})
 	for _, in := range []*registry.Instance{instance("A", "a-1", registry.StatusUp), instance("B", "b-1", registry.StatusDown)} {
 		if _, err := r.Register(in, false); err != nil {
