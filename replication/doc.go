@@ -20,17 +20,23 @@
 //
 // # Queues and batches
 //
-// The registry reports each change to OnEvent, which never blocks: it puts
-// one task per peer into that peer's bounded queue and returns. Changes that
-// came from a peer and evictions are not replicated. A queue holds at most
-// max-elements-in-peer-replication-pool tasks, keyed by Eureka's task id
-// "<action>#<APP>/<id>": a newer task replaces the pending one with its id,
-// and when the queue is full the oldest task is dropped and counted. A dead
-// peer therefore costs a fixed amount of memory, and as heartbeats coalesce a
-// steady cluster of N instances needs about N entries per peer. A replaced
-// task moves to the back (Eureka keeps its position): this preserves the
-// order of different actions on one instance, so register, cancel, register
-// cannot reach the peer as register, cancel.
+// The registry reports each change to OnEvent in revision order, one at a
+// time, and each heartbeat to OnRenew; neither blocks: they put one task per
+// peer into that peer's bounded queue and return. Changes that came from a
+// peer, evictions, status corrections on renew and adopted overrides are not
+// replicated. A queue holds at most max-elements-in-peer-replication-pool
+// tasks and keeps each instance's tasks in the order the registry made the
+// changes. Eureka's batcher keys tasks by "<action>#<APP>/<id>" and lets a
+// newer task replace the pending one of the same key, which reorders an
+// instance's changes: override OUT_OF_SERVICE then UP reaches the peer as
+// UP alone (which leaves no override there), override, remove, remove with
+// value=UP loses the first removal's UNKNOWN, and a register can land after
+// its own cancel. goreka only lets an instance's last pending task absorb a
+// newer one of the same idempotent action (heartbeat, register, cancel), so
+// a steady cluster of N instances still needs about N entries per peer.
+// When the queue is full the oldest task is dropped and counted: a dead
+// peer costs a fixed amount of memory (and what it missed comes back
+// through heartbeats that 404 and re-register).
 //
 // One sender per peer sends a batch of up to 250 tasks to
 // POST {peer}peerreplication/batch/ once 250 are pending or the oldest has
@@ -42,8 +48,7 @@
 //
 // Answers are handled as Eureka's ReplicationTaskProcessor and PeerEurekaNode
 // do. A 503 or a timeout means congestion, a network error is transient: the
-// batch goes back to the front of the queue (minus tasks superseded or
-// expired meanwhile) and the sender backs off, 1 s for congestion and 100 ms
+// batch goes back to the front of the queue (minus tasks expired meanwhile) and the sender backs off, 1 s for congestion and 100 ms
 // for network errors, doubling per consecutive failure up to 30 s, with
 // jitter into [d/2, d] from a seeded source so that servers do not retry in
 // step. Any other status, an unreadable body and a response list of the
@@ -51,8 +56,10 @@
 // body as a network error; goreka does not, because a peer that answers
 // garbage once will answer garbage again.) Per item: 2xx is done; a
 // heartbeat answered 404 makes the sender queue a Register of the local copy
-// for that peer; a heartbeat answered with the peer's newer copy (409) makes
-// this server register that copy locally as a replication, unless
+// for that peer (read under the queue's lock, and only when the queue has
+// already seen the revision of the copy's last change, so that it never
+// overtakes a newer change such as a cancel); a heartbeat answered with the peer's newer copy (409) makes
+// this server adopt that copy locally (registry.Adopt), unless
 // sync-when-timestamp-differs is off.
 //
 // # Timeouts
