@@ -99,10 +99,7 @@ func NewSelfRegistrar(cfg Config, self *registry.Instance, peers []Peer) *SelfRe
 }
 
 func (s *SelfRegistrar) interval() time.Duration {
-	if d := s.inst.LeaseInfo.RenewalInterval; d > 0 {
-		return d
-	}
-	return 30 * time.Second
+	return s.inst.LeaseInfo.WithDefaults().RenewalInterval
 }
 
 // Run registers with every peer, heartbeats until ctx is done, then cancels
@@ -171,7 +168,8 @@ func (s *SelfRegistrar) runPeer(ctx context.Context, p Peer) {
 }
 
 func (s *SelfRegistrar) register(ctx context.Context, p *Peer) error {
-	v := &registry.LeaseView{Instance: s.inst, RenewalInterval: s.inst.LeaseInfo.RenewalInterval, Duration: s.inst.LeaseInfo.Duration}
+	li := s.inst.LeaseInfo.WithDefaults()
+	v := &registry.LeaseView{Instance: s.inst, RenewalInterval: li.RenewalInterval, Duration: li.Duration}
 	body := compat.AppendInstance(nil, compat.JSON, v)
 	code, _, err := s.http.do(ctx, p, http.MethodPost, "apps/"+url.PathEscape(s.inst.App), body, false)
 	if err != nil {
