@@ -139,7 +139,8 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
 
-	a.metrics = metrics.New(metrics.Sources{Eviction: a.evictor.Status, Cache: a.cache.Stats, Replication: a.repl.Status})
+	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector())
 	a.ops = a.srv.EnableOps(server.OpsConfig{
 		Auth: server.AuthConfig{User: cfg.Security.User, Password: cfg.Security.Password,
 			ReadOnlyUser: cfg.Security.ReadOnlyUser, ReadOnlyPassword: cfg.Security.ReadOnlyPassword},
