@@ -37,8 +37,8 @@ type app struct {
 	repl    *replication.Replicator
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
-	srv     *server.Server
-	ops     *server.Ops
+	srv     *server.Server // the HTTP handler
+	ops     *server.Ops    // readiness and shutdown state of srv
 	metrics *metrics.Metrics
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
@@ -150,7 +150,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	})
 
 	a.http = &http.Server{
-		Handler:           a.ops,
+		Handler:           a.srv,
 		ReadHeaderTimeout: cfg.Goreka.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Goreka.HTTP.ReadTimeout,
 		WriteTimeout:      cfg.Goreka.HTTP.WriteTimeout,
