@@ -102,7 +102,7 @@ func (s *SelfRegistrar) interval() time.Duration {
 	if d := s.inst.LeaseInfo.RenewalInterval; d > 0 {
 		return d
 	}
-	return 30 * time.Second
+	return registry.DefaultRenewalInterval
 }
 
 // Run registers with every peer, heartbeats until ctx is done, then cancels
