@@ -93,6 +93,23 @@
 // instances) sit on the edge because of the truncation and the +1 of the
 // start-up expectation, which is why dev servers so often show the banner.
 //
+// # Opening for traffic, and the read gate
+//
+// The Evictor also answers the two questions the HTTP layer asks about
+// this state (it satisfies server.Gate and server.Expiry without importing
+// server). OpenAfterSync is Spring's openForTraffic after the start-up
+// sync: the copied instances, or default-open-for-traffic-count (1) when
+// there were none, become the expected clients. AllowAccess is Eureka's
+// shouldAllowAccess: with an expectation of 0 (Netflix's
+// peerInstancesTransferEmptyOnStartup) reads answer 403 for
+// wait-time-in-ms-when-sync-empty, so that a server that found no peers
+// does not hand out an empty registry while clients re-register. Reads
+// arriving during the sync wait for it a little (SyncReadWait) and are
+// then refused, for the same reason. LeaseExpirationEnabled lets
+// single-instance reads hide expired leases exactly when eviction would
+// remove them. They live here because they read the same start-up time,
+// expectation and renewals as the eviction job, and must agree with it.
+//
 // # Which count the 15-minute job uses
 //
 // Eureka counts the instances in its embedded client's cached copy of the

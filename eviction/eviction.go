@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -37,8 +38,24 @@ type Config struct {
 	// eureka.server.renewal-threshold-update-interval-ms (15 min).
 	RenewalThresholdUpdateInterval time.Duration
 	// WaitTimeWhenSyncEmpty is eureka.server.wait-time-in-ms-when-sync-empty
-	// (5 min). Here it only gates BelowThreshold, and so the dashboard banner.
+	// (5 min): after OpenForTraffic with no expected clients, AllowAccess
+	// refuses reads for this long; and BelowThreshold, so the dashboard
+	// banner, waits this long after any OpenForTraffic. Kept as given like
+	// EnableSelfPreservation (0 is no wait; negative is 0): start from
+	// Default() and override.
 	WaitTimeWhenSyncEmpty time.Duration
+	// DefaultOpenForTrafficCount is
+	// eureka.instance.registry.default-open-for-traffic-count (Spring's 1):
+	// the expected clients OpenAfterSync takes when the start-up sync copied
+	// nothing. 1 keeps reads open; 0 is Netflix's behaviour, reads refused
+	// for WaitTimeWhenSyncEmpty. Kept as given (negative is 0).
+	DefaultOpenForTrafficCount int
+	// SyncReadWait is how long a registry read arriving before
+	// OpenForTraffic, during the start-up sync, waits for it before
+	// AllowAccess refuses it; 0 refuses at once. goreka uses half a peer's
+	// read timeout: peers starting together each hold the others' sync
+	// reads, and must refuse them before the reader gives up on its own.
+	SyncReadWait time.Duration
 	// DeltaRetentionInterval is delta-retention-timer-interval-in-ms (30 s)
 	// and DeltaRetention is retention-time-in-m-s-in-delta-queue (180 s):
 	// how often, and down to what age, the recently-changed queue behind
@@ -59,17 +76,18 @@ func Default() Config {
 	return Config{
 		EnableSelfPreservation:         true,
 		RenewalPercentThreshold:        0.85,
-		ExpectedClientRenewalInterval:  30 * time.Second,
+		ExpectedClientRenewalInterval:  DefaultExpectedClientRenewalInterval,
 		EvictionInterval:               60 * time.Second,
 		RenewalThresholdUpdateInterval: 15 * time.Minute,
 		WaitTimeWhenSyncEmpty:          5 * time.Minute,
+		DefaultOpenForTrafficCount:     1,
 		DeltaRetentionInterval:         30 * time.Second,
 		DeltaRetention:                 180 * time.Second,
 	}
 }
 
-// withDefaults fills zero fields with Eureka's defaults. A negative wait
-// time is kept as 0 (never "too early" for the banner).
+// withDefaults fills zero fields with Eureka's defaults, except those kept
+// as given (see Config); negative values of those are 0.
 func (c Config) withDefaults() Config {
 	d := Default()
 	if c.RenewalPercentThreshold <= 0 {
@@ -84,10 +102,9 @@ func (c Config) withDefaults() Config {
 	if c.RenewalThresholdUpdateInterval <= 0 {
 		c.RenewalThresholdUpdateInterval = d.RenewalThresholdUpdateInterval
 	}
-	if c.WaitTimeWhenSyncEmpty == 0 {
-		c.WaitTimeWhenSyncEmpty = d.WaitTimeWhenSyncEmpty
-	}
 	c.WaitTimeWhenSyncEmpty = max(c.WaitTimeWhenSyncEmpty, 0)
+	c.DefaultOpenForTrafficCount = max(c.DefaultOpenForTrafficCount, 0)
+	c.SyncReadWait = max(c.SyncReadWait, 0)
 	if c.DeltaRetentionInterval <= 0 {
 		c.DeltaRetentionInterval = d.DeltaRetentionInterval
 	}
@@ -119,7 +136,11 @@ type Evictor struct {
 
 	opened   chan struct{} // closed by the first OpenForTraffic
 	openOnce sync.Once
-	running  sync.Mutex // held by Run for its lifetime
+	// emptyOnStartup is Netflix's peerInstancesTransferEmptyOnStartup: the
+	// last OpenForTraffic expected no clients. Set before opened is closed.
+	emptyOnStartup atomic.Bool
+
+	running sync.Mutex // held by Run for its lifetime
 
 	runMu sync.Mutex // serialises RunOnce (and guards cfg.Rand)
 
@@ -148,14 +169,16 @@ func New(reg *registry.Registry, cfg Config) *Evictor {
 // OpenForTraffic is Eureka's openForTraffic: the expected number of clients
 // becomes count (the instances copied by the start-up sync; Spring
 // substitutes default-open-for-traffic-count, 1, for 0 — the caller passes
-// the substituted value), the start-up time is now, and the eviction run and
-// the renewal-threshold job begin (postInit). Later calls reset the
-// expectation and the start-up time but schedule nothing more.
+// the substituted value, or calls OpenAfterSync), the start-up time is now,
+// and the eviction run and the renewal-threshold job begin (postInit). A
+// count of 0 closes AllowAccess for WaitTimeWhenSyncEmpty. Later calls reset
+// the expectation and the start-up time but schedule nothing more.
 func (e *Evictor) OpenForTraffic(count int) {
 	now := e.cfg.Now()
 	e.reg.SetExpectedClients(count)
 	e.mu.Lock()
 	e.startup = now
+	e.emptyOnStartup.Store(count == 0)
 	e.mu.Unlock()
 	e.openOnce.Do(func() { close(e.opened) })
 	e.log.Info("open for traffic", "expected_clients", count,

@@ -1,10 +1,15 @@
 package eviction
 
-import "time"
+import (
+	"time"
+
+	"github.com/goreka/goreka/registry"
+)
 
 // DefaultExpectedClientRenewalInterval is what Eureka assumes when
-// expected-client-renewal-interval-seconds is not positive.
-const DefaultExpectedClientRenewalInterval = 30 * time.Second
+// expected-client-renewal-interval-seconds is not positive: the clients'
+// default lease renewal interval.
+const DefaultExpectedClientRenewalInterval = registry.DefaultRenewalInterval
 
 // Threshold is Eureka's numberOfRenewsPerMinThreshold
 // (AbstractInstanceRegistry.updateRenewsPerMinThreshold): the renewals per

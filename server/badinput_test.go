@@ -262,7 +262,7 @@ func TestBadInputCatalogue(t *testing.T) {
 func TestBadInputReplicationClaimWithAuth(t *testing.T) {
 	f := newFixture(t)
 	f.populate(t)
-	ops := f.srv.EnableOps(OpsConfig{Auth: AuthConfig{User: "peer", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look"}})
+	f.srv.EnableOps(OpsConfig{Auth: AuthConfig{User: "peer", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look"}})
 	get := func(string) string {
 		return string(compat.AppendApplications(nil, compat.JSON, false, f.reg.Applications()))
 	}
@@ -293,7 +293,7 @@ func TestBadInputReplicationClaimWithAuth(t *testing.T) {
 				r.Header.Set("Authorization", tc.auth)
 			}
 			w := httptest.NewRecorder()
-			ops.ServeHTTP(w, r)
+			f.srv.ServeHTTP(w, r)
 			if w.Code != tc.want {
 				t.Fatalf("%d, want %d", w.Code, tc.want)
 			}
@@ -311,7 +311,7 @@ func TestBadInputReplicationClaimWithAuth(t *testing.T) {
 	r.Header.Set("Content-Type", jsonCT)
 	r.Header.Set("Authorization", peerAuth)
 	w := httptest.NewRecorder()
-	ops.ServeHTTP(w, r)
+	f.srv.ServeHTTP(w, r)
 	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `{"statusCode":200}`) {
 		t.Fatalf("authenticated batch: %d %s", w.Code, w.Body.String())
 	}

@@ -5,8 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"log/slog"
+	"maps"
 	"net/http"
-	"slices"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,20 +55,26 @@ type OpsConfig struct {
 }
 
 // Ops is the operational layer of a Server: health and readiness, metrics,
-// basic auth and the access log. Its ServeHTTP wraps the Server.
+// basic auth and the access log. It is not a handler: the Server is the one
+// handler, and its gin engine runs Ops' middleware (see Server.New) in front
+// of every route, the 404 and 405 answers included.
 type Ops struct {
-	s   *Server
-	cfg OpsConfig
-	log *slog.Logger
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	access  bool // access log on
 
 	ready atomic.Bool
 	down  atomic.Bool
 
 	full, readOnly credential
 
-	routesOnce sync.Once
-	routes     []*route
-	unmatched  *route
+	// routes holds the metric children bound to each (method, route
+	// pattern) seen so far. It is copied on write under routesMu, so that a
+	// request reads it with one atomic load and one map lookup, and the
+	// lookup key is two strings gin already holds: no allocation.
+	routesMu  sync.Mutex
+	routes    atomic.Pointer[map[routeKey]*routeMetrics]
+	unmatched *routeMetrics
 }
 
 // credential is one user's expected Authorization header (the fast path,
@@ -88,11 +95,14 @@ func newCredential(user, pass string) credential {
 	}
 }
 
-// EnableOps adds the health, readiness and metrics routes to the server's
-// engine and returns the handler to serve instead of the Server. Call it
-// once, before serving.
+// EnableOps turns on the operational layer: it configures the
+// authentication and instrumentation middleware that New put in front of
+// every route, and adds the health, readiness and metrics routes. It
+// returns the handle for readiness and shutdown; the Server stays the
+// handler to serve. Call it once, before serving.
 func (s *Server) EnableOps(cfg OpsConfig) *Ops {
-	o := &Ops{s: s, cfg: cfg, log: cfg.Logger}
+	o := &s.ops
+	o.log, o.metrics, o.access = cfg.Logger, cfg.Metrics, cfg.AccessLog
 	if o.log == nil {
 		o.log = s.log
 	}
@@ -112,10 +122,18 @@ func (s *Server) EnableOps(cfg OpsConfig) *Ops {
 		e.GET(p, h)
 		e.HEAD(p, h)
 	}
-	if cfg.Metrics != nil {
-		mh := gin.WrapH(cfg.Metrics.Handler())
+	if m := cfg.Metrics; m != nil {
+		mh := gin.WrapH(m.Handler())
 		e.GET(MetricsPath, mh)
 		e.GET(PrometheusPath, mh)
+		// Bind the routes known now, so that their series are exposed from
+		// the first scrape; routes added later are bound at their first
+		// request.
+		o.routes.Store(&map[routeKey]*routeMetrics{})
+		o.unmatched = o.bind(unmatchedMethod, unmatchedRoute)
+		for _, ri := range e.Routes() {
+			o.route(ri.Method, ri.Path)
+		}
 	}
 	return o
 }
@@ -202,107 +220,91 @@ func isRead(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }
 
-// authorize answers 401 (with a Basic challenge and no body) or 403 itself
-// and returns false when the request may not proceed. There is no CSRF
-// token: Eureka clients send credentials preemptively on every request.
-func (o *Ops) authorize(w http.ResponseWriter, r *http.Request, path string) bool {
-	if !o.full.set || isHealth(path) {
-		return true
-	}
-	switch o.check(r.Header.Get("Authorization")) {
-	case accessFull:
-		return true
-	case accessReadOnly:
-		if isRead(r.Method) {
-			return true
-		}
-		w.WriteHeader(http.StatusForbidden)
-		return false
-	}
-	w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-	w.WriteHeader(http.StatusUnauthorized)
-	return false
-}
-
-// ServeHTTP authenticates, serves through the Server, and records the
-// request in the metrics and the access log.
-func (o *Ops) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	rawPath := r.URL.Path
-	rw := writerPool.Get().(*statusWriter)
-	rw.ResponseWriter, rw.code, rw.bytes = w, 0, 0
-	if o.authorize(rw, r, normalizePath(rawPath)) {
-		o.s.ServeHTTP(rw, r) // normalises r.URL.Path in place
-	}
-	code := rw.code
-	if code == 0 {
-		code = http.StatusOK
-	}
-	written := rw.bytes
-	rw.ResponseWriter = nil
-	writerPool.Put(rw)
-
-	if o.cfg.Metrics == nil && !o.cfg.AccessLog {
+// authenticate is the auth middleware. It answers 401 (with a Basic
+// challenge and no body) or 403 itself and stops the chain when the request
+// may not proceed. Health endpoints are open. There is no CSRF token:
+// Eureka clients send credentials preemptively on every request.
+func (o *Ops) authenticate(c *gin.Context) {
+	if !o.full.set || isHealth(c.Request.URL.Path) {
 		return
 	}
-	rt := o.match(r.Method, r.URL.Path)
+	switch o.check(c.Request.Header.Get("Authorization")) {
+	case accessFull:
+		return
+	case accessReadOnly:
+		if isRead(c.Request.Method) {
+			return
+		}
+		c.AbortWithStatus(http.StatusForbidden)
+		return
+	}
+	c.Header("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+	c.AbortWithStatus(http.StatusUnauthorized)
+}
+
+// instrument is the instrumentation middleware: it times the rest of the
+// chain and records the request under gin's matched route pattern in the
+// metrics (duration, count by code, and a fetch for the registry reads) and
+// in the access log. It runs outermost, so it sees the 401, 403 and 500
+// answers of the middleware inside it.
+func (o *Ops) instrument(c *gin.Context) {
+	if o.metrics == nil && !o.access {
+		return
+	}
+	start := time.Now()
+	c.Next()
 	took := time.Since(start)
-	if o.cfg.Metrics != nil {
+	code := c.Writer.Status()
+	pattern := c.FullPath()
+	if o.metrics != nil {
+		rt := o.unmatched
+		if pattern != "" {
+			rt = o.route(c.Request.Method, pattern)
+		}
 		rt.observe.Observe(took.Seconds())
 		rt.count(code)
 		if rt.fetch != nil && (code == http.StatusOK || code == http.StatusNotModified) {
 			rt.fetch.Inc()
 		}
 	}
-	if o.cfg.AccessLog {
-		o.log.Info("request", "method", r.Method, "path", rawPath, "route", rt.pattern, "status", code,
-			"bytes", written, "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
+	if o.access {
+		if pattern == "" {
+			pattern = unmatchedRoute
+		}
+		r := c.Request
+		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", pattern, "status", code,
+			"bytes", max(c.Writer.Size(), 0), "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
 	}
 }
 
-// statusWriter records the status and size of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	code  int
-	bytes int64
-}
-
-var writerPool = sync.Pool{New: func() any { return new(statusWriter) }}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+// requestPath is the path as the client sent it, before ServeHTTP
+// normalised r.URL.Path: net/http parsed r.URL from RequestURI, so parsing
+// it again gives the original. Only the access log pays for it.
+func requestPath(r *http.Request) string {
+	if r.RequestURI != "" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			return u.Path
+		}
 	}
-	w.ResponseWriter.WriteHeader(code)
+	return r.URL.Path
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
+// Requests that match no route (404, and 405 for a known path) are
+// labelled with these, which keeps the label set bounded whatever paths and
+// methods scanners try.
+const (
+	unmatchedMethod = "other"
+	unmatchedRoute  = "unmatched"
+)
 
-// Flush lets streaming handlers flush through the wrapper.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+// routeKey is a request's method and gin's matched route pattern.
+type routeKey struct{ method, path string }
 
-// Unwrap gives http.ResponseController the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// route is one of the engine's route patterns with its pre-bound metrics.
-type route struct {
-	method, pattern string
-	segs            []string
-	static          int
-	observe         prometheus.Observer
-	count           func(code int)
-	fetch           prometheus.Counter
+// routeMetrics are the metric children of one route, bound once.
+type routeMetrics struct {
+	observe prometheus.Observer
+	count   func(code int)
+	fetch   prometheus.Counter // registry reads only
 }
 
 // fetchKinds maps the registry read routes to their fetch kind.
@@ -314,69 +316,34 @@ var fetchKinds = map[string]string{
 	"/eureka/svips/:vip": metrics.FetchSVIP,
 }
 
-// buildRoutes binds metrics to every route of the engine once, at the first
-// request, when all routes (dashboard included) are in place. Requests
-// matching none are labelled "unmatched", which keeps the label set bounded
-// whatever paths scanners try.
-func (o *Ops) buildRoutes() {
-	bind := func(rt *route) *route {
-		if m := o.cfg.Metrics; m != nil {
-			rt.observe, rt.count = m.HTTPRoute(rt.method, rt.pattern)
-			if k, ok := fetchKinds[rt.pattern]; ok && rt.method == http.MethodGet {
-				rt.fetch = m.FetchCounter(k)
-			}
-		}
+// route returns the metrics of a matched route, binding them at its first
+// request. Methods and patterns come from the routes registered with gin,
+// so the map is bounded.
+func (o *Ops) route(method, pattern string) *routeMetrics {
+	if rt := (*o.routes.Load())[routeKey{method, pattern}]; rt != nil {
 		return rt
 	}
-	for _, ri := range o.s.engine.Routes() {
-		rt := &route{method: ri.Method, pattern: ri.Path, segs: strings.Split(ri.Path, "/")[1:]}
-		for _, s := range rt.segs {
-			if s == "" || (s[0] != ':' && s[0] != '*') {
-				rt.static++
-			}
-		}
-		o.routes = append(o.routes, bind(rt))
+	o.routesMu.Lock()
+	defer o.routesMu.Unlock()
+	old := *o.routes.Load()
+	if rt := old[routeKey{method, pattern}]; rt != nil {
+		return rt
 	}
-	// gin prefers static segments over parameters: so do we.
-	slices.SortStableFunc(o.routes, func(a, b *route) int { return b.static - a.static })
-	o.unmatched = bind(&route{method: "other", pattern: "unmatched"})
+	// The request's method string may share memory with the request line;
+	// a copy keeps the map from holding on to it.
+	method = strings.Clone(method)
+	rt := o.bind(method, pattern)
+	next := maps.Clone(old)
+	next[routeKey{method, pattern}] = rt
+	o.routes.Store(&next)
+	return rt
 }
 
-// match finds the route pattern of a request without allocating.
-func (o *Ops) match(method, path string) *route {
-	o.routesOnce.Do(o.buildRoutes)
-	for _, rt := range o.routes {
-		if rt.method == method && matchSegs(rt.segs, path) {
-			return rt
-		}
+func (o *Ops) bind(method, pattern string) *routeMetrics {
+	rt := new(routeMetrics)
+	rt.observe, rt.count = o.metrics.HTTPRoute(method, pattern)
+	if k, ok := fetchKinds[pattern]; ok && method == http.MethodGet {
+		rt.fetch = o.metrics.FetchCounter(k)
 	}
-	return o.unmatched
-}
-
-func matchSegs(segs []string, p string) bool {
-	for _, seg := range segs {
-		if p == "" || p[0] != '/' {
-			return false
-		}
-		p = p[1:]
-		if seg != "" && seg[0] == '*' {
-			return true
-		}
-		j := strings.IndexByte(p, '/')
-		if j < 0 {
-			j = len(p)
-		}
-		part := p[:j]
-		p = p[j:]
-		if seg != "" && seg[0] == ':' {
-			if part == "" {
-				return false
-			}
-			continue
-		}
-		if part != seg {
-			return false
-		}
-	}
-	return p == ""
+	return rt
 }

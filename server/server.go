@@ -61,6 +61,7 @@ type Server struct {
 	log    *slog.Logger
 	now    func() time.Time
 	engine *gin.Engine
+	ops    Ops // off until EnableOps
 }
 
 // New builds a Server and its routes.
@@ -85,10 +86,26 @@ func New(cfg Config, d Deps) *Server {
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.RedirectTrailingSlash = false
 	s.engine.RedirectFixedPath = false
-	s.engine.Use(s.recover)
+	// The edge, outermost first: instrumentation sees every answer,
+	// recovery turns a panic below it into a 500 it can count, and
+	// authentication refuses before any handler runs. They are registered
+	// here, before any route, because gin copies the global middleware into
+	// each route when it is added; instrumentation and authentication do
+	// nothing until EnableOps configures them. gin runs the same chain for
+	// its 404 and 405 answers, whose bodies are written by the handlers below
+	// (gin's own texts) so that the access log counts their bytes.
+	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate)
+	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
+	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })
 	s.routes()
 	return s
 }
+
+// gin's default bodies of its 404 and 405 answers.
+var (
+	body404 = []byte("404 page not found")
+	body405 = []byte("405 method not allowed")
+)
 
 // Engine exposes the gin engine so that other parts of the server package
 // (dashboard, health, metrics) can add routes.
@@ -100,6 +117,9 @@ func (s *Server) Cache() *cache.Cache { return s.cache }
 // ServeHTTP normalises the path the way Eureka's deployments accept it, then
 // routes: /eureka/v2/X and /v2/X are /eureka/X, and a trailing slash is
 // optional (clients fetch "apps/" and peers post "peerreplication/batch/").
+// This is the only place the path is normalised: the middleware and the
+// handlers behind gin see the normalised path. The Server is the one
+// handler to serve, with or without EnableOps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := normalizePath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path = p

@@ -37,83 +37,42 @@ type app struct {
 	repl    *replication.Replicator
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
-	srv     *server.Server
-	ops     *server.Ops
+	srv     *server.Server // the HTTP handler
+	ops     *server.Ops    // readiness and shutdown state of srv
 	metrics *metrics.Metrics
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 
-	// opened is closed by openForTraffic, after the start-up sync: the
-	// listener serves health probes during the sync, reads wait for it.
-	opened   chan struct{}
-	openOnce sync.Once
-	// emptyOnStartup is Eureka's peerInstancesTransferEmptyOnStartup.
-	mu             sync.Mutex
-	emptyOnStartup bool
-	openedAt       time.Time
 }
 
+// The evictor is the read gate and the lease-expiration switch of the
+// HTTP layer (it owns the start-up and self-preservation state they read).
+var (
+	_ server.Gate   = (*eviction.Evictor)(nil)
+	_ server.Expiry = (*eviction.Evictor)(nil)
+)
+
 // newApp builds a server from its configuration; it fails only on a peer
-// URL it cannot use.
+// URL it cannot use. It only wires: each package's settings come from one
+// mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now(), opened: make(chan struct{})}
-	es := cfg.EurekaServer
+	a := &app{cfg: cfg, log: log, now: now, started: now()}
 
-	a.reg = registry.New(registry.Options{
-		Now:                   now,
-		SelfID:                cfg.Instance.InstanceID,
-		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
-		IgnoreDirtyTimestamps: !es.SyncWhenTimestampDiffers,
-		OnEvent:               a.onEvent,
-		OnRenew:               a.onRenew,
-	})
-
+	a.reg = registry.New(registryOptions(cfg, now, a.onEvent, a.onRenew))
 	if sc := cfg.Goreka.Snapshot; sc.Path != "" {
 		a.snap = snapshot.New(a.reg, snapshot.Config{Path: sc.Path, Interval: sc.Interval, MaxAge: sc.MaxAge,
 			Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")})
 	}
+	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
 
-	ec := eviction.Default()
-	ec.EnableSelfPreservation = es.EnableSelfPreservation
-	ec.RenewalPercentThreshold = es.RenewalPercentThreshold
-	ec.ExpectedClientRenewalInterval = es.ExpectedClientRenewalInterval
-	ec.EvictionInterval = es.EvictionInterval
-	ec.RenewalThresholdUpdateInterval = es.RenewalThresholdUpdateInterval
-	ec.WaitTimeWhenSyncEmpty = es.WaitTimeWhenSyncEmpty
-	ec.DeltaRetentionInterval = es.DeltaRetentionTimerInterval
-	ec.DeltaRetention = es.RetentionTimeInDeltaQueue
-	ec.Now = now
-	ec.Logger = log
-	a.evictor = eviction.New(a.reg, ec)
-
-	selfInfo := replication.SelfInfo{
-		MyURL:       es.MyURL,
-		HostName:    cfg.Instance.HostName(),
-		IPAddr:      cfg.Instance.IPAddress,
-		Port:        cfg.Server.Port,
-		AppName:     cfg.AppName,
-		InstanceID:  cfg.Instance.InstanceID,
-		Secure:      cfg.TLSEnabled(),
-		BindAddress: cfg.Server.Address,
-	}
-	peers, err := replication.Peers(peerURLs(cfg), selfInfo)
+	self := selfInfo(cfg)
+	peers, err := replication.Peers(peerURLs(cfg), self)
 	if err != nil {
 		return nil, err
 	}
-	rc := replication.Default()
-	rc.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
-	rc.PeerNodeReadTimeout = es.PeerNodeReadTimeout
-	rc.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
-	rc.MaxTimeForReplication = es.MaxTimeForReplication
-	rc.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
-	rc.Now = now
-	rc.Logger = log
+	rc := replicationConfig(cfg, now, log)
 	a.repl = replication.New(rc, a.reg, peers)
-	a.selfIn, err = selfInfo.Instance(registry.LeaseInfo{
-		RenewalInterval: cfg.Instance.LeaseRenewalInterval,
-		Duration:        cfg.Instance.LeaseExpirationDuration,
-	}, cfg.Instance.Metadata, a.started)
-	if err != nil {
+	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
 	if cfg.Client.RegisterWithEureka && len(peers) > 0 {
@@ -121,15 +80,11 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	}
 
 	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewLoader(a.reg))
-	a.srv = server.New(server.Config{
-		DisableDelta:      es.DisableDelta,
-		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
-		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
-	}, server.Deps{
+	a.srv = server.New(serverConfig(cfg), server.Deps{
 		Registry: a.reg,
 		Cache:    a.cache,
-		Gate:     a,
-		Expiry:   a,
+		Gate:     a.evictor,
+		Expiry:   a.evictor,
 		Status:   a,
 		Logger:   log.With("component", "http"),
 		Now:      now,
@@ -138,23 +93,10 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
 
-	a.metrics = metrics.New(metrics.Sources{Eviction: a.evictor.Status, Cache: a.cache.Stats, Replication: a.repl.Status})
-	a.ops = a.srv.EnableOps(server.OpsConfig{
-		Auth: server.AuthConfig{User: cfg.Security.User, Password: cfg.Security.Password,
-			ReadOnlyUser: cfg.Security.ReadOnlyUser, ReadOnlyPassword: cfg.Security.ReadOnlyPassword},
-		AccessLog: cfg.Goreka.AccessLog,
-		Logger:    log.With("component", "access"),
-		Metrics:   a.metrics,
-	})
-
-	a.http = &http.Server{
-		Handler:           a.ops,
-		ReadHeaderTimeout: cfg.Goreka.HTTP.ReadHeaderTimeout,
-		ReadTimeout:       cfg.Goreka.HTTP.ReadTimeout,
-		WriteTimeout:      cfg.Goreka.HTTP.WriteTimeout,
-		IdleTimeout:       cfg.Goreka.HTTP.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
-	}
+	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector())
+	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
+	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
 }
 
@@ -168,20 +110,6 @@ func peerURLs(cfg *config.Config) []string {
 		return nil
 	}
 	return cfg.PeerURLs()
-}
-
-// cacheConfig maps Eureka's cache properties. goreka refreshes the readOnly
-// tier on change unless the user asked for Eureka's timer, by setting
-// response-cache-update-interval-ms or goreka.cache.refresh-on-change=false.
-func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
-	es := cfg.EurekaServer
-	c := cache.DefaultConfig()
-	c.UseReadOnly = es.UseReadOnlyResponseCache
-	c.AutoExpiration = es.ResponseCacheAutoExpiration
-	c.UpdateInterval = es.ResponseCacheUpdateInterval
-	c.RefreshOnChange = cfg.Goreka.Cache.RefreshOnChange && !cfg.IsSet("eureka.server.response-cache-update-interval-ms")
-	c.Now = now
-	return c
 }
 
 // onEvent fans a registry change out, in revision order: cache
@@ -228,57 +156,6 @@ func (a *app) onRenew(rn registry.Renewal) {
 	}
 }
 
-// AllowAccess is Eureka's shouldAllowAccess: reads are refused for
-// wait-time-in-ms-when-sync-empty after a start-up sync that found nothing,
-// unless default-open-for-traffic-count (Spring's default 1) stood in for it.
-// A read that arrives during the start-up sync waits for it, up to half a
-// peer's read timeout, and is refused after that: answering
-// from a half-copied registry would tell clients that instances are gone.
-func (a *app) AllowAccess() bool {
-	select {
-	case <-a.opened:
-	default:
-		es := a.cfg.EurekaServer
-		// Shorter than a peer's read timeout: goreka peers starting together
-		// each hold the others' sync reads, and must refuse them before the
-		// reader gives up on its own.
-		t := time.NewTimer(es.PeerNodeReadTimeout / 2)
-		defer t.Stop()
-		select {
-		case <-a.opened:
-		case <-t.C:
-			return false
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.emptyOnStartup {
-		return true
-	}
-	return a.now().After(a.openedAt.Add(a.cfg.EurekaServer.WaitTimeWhenSyncEmpty))
-}
-
-// LeaseExpirationEnabled is isLeaseExpirationEnabled, computed cheaply.
-func (a *app) LeaseExpirationEnabled() bool {
-	es := a.cfg.EurekaServer
-	th := eviction.Threshold(a.reg.ExpectedClients(), es.ExpectedClientRenewalInterval, es.RenewalPercentThreshold)
-	return eviction.LeaseExpirationEnabled(es.EnableSelfPreservation, th, a.reg.RenewsLastMinute())
-}
-
-// openForTraffic is Eureka's openForTraffic after the start-up sync.
-func (a *app) openForTraffic(synced int) {
-	count := synced
-	if count == 0 {
-		count = a.cfg.Instance.DefaultOpenForTrafficCount
-	}
-	a.mu.Lock()
-	a.emptyOnStartup = count == 0
-	a.openedAt = a.now()
-	a.mu.Unlock()
-	a.evictor.OpenForTraffic(count)
-	a.openOnce.Do(func() { close(a.opened) })
-}
-
 // StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
 func (a *app) StatusInfo() server.StatusInfo {
 	var ms runtime.MemStats
@@ -303,8 +180,9 @@ func (a *app) StatusInfo() server.StatusInfo {
 	// (what it registers with its peers says false: each server decides).
 	own := a.selfIn.Clone()
 	own.IsCoordinatingDiscoveryServer = true
+	lease := selfLease(a.cfg)
 	v := registry.LeaseView{Instance: own, RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
-		RenewalInterval: a.cfg.Instance.LeaseRenewalInterval, Duration: a.cfg.Instance.LeaseExpirationDuration}
+		RenewalInterval: lease.RenewalInterval, Duration: lease.Duration}
 	st.Instance = &v
 	return st
 }
@@ -388,7 +266,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		// on and keep themselves from being evicted.
 		count = a.reg.Size()
 	}
-	a.openForTraffic(count)
+	// The listener served health probes during the sync; reads waited for
+	// this (eviction's AllowAccess).
+	a.evictor.OpenAfterSync(count)
 	a.ops.SetReady(true)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })

@@ -1,6 +1,9 @@
-// Package metrics holds goreka's Prometheus collectors: registry changes
-// counted from registry events, self-preservation, cache and replication
-// state read at scrape time, HTTP requests, and the Go runtime.
+// Package metrics holds goreka's Prometheus metric set: registry changes
+// counted from registry events, cache state read at scrape time, HTTP
+// requests, and the Go runtime. Collectors of state owned elsewhere
+// (eviction's self-preservation, replication's peers) are defined in those
+// packages and added with MustRegister: server imports this package, and
+// server must not depend on eviction or replication.
 //
 // The instance gauge eureka_server_instances{application,status} is Spring
 // Cloud Netflix's (SC §B7). It is kept from each event's previous and new
@@ -18,16 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/goreka/goreka/cache"
-	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/replication"
 )
 
 // Sources are read at scrape time. A nil func leaves its metrics out.
 type Sources struct {
-	Eviction    func() eviction.Status
-	Cache       func() cache.Stats
-	Replication func() []replication.PeerStatus
+	Cache func() cache.Stats
 }
 
 // Fetch kinds, the kind label of goreka_registry_fetches_total.
@@ -131,6 +130,12 @@ func New(src Sources) *Metrics {
 
 // Registry is the registry the metrics live in, for tests and extra collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// MustRegister adds collectors of state kept by other packages (such as
+// eviction.Evictor.Collector and replication.Replicator.Collector) to the
+// set served by Handler. It panics on a duplicate or invalid collector, like
+// prometheus.Registry.MustRegister: that is a wiring bug.
+func (m *Metrics) MustRegister(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }
 
 // Handler serves the Prometheus text (or OpenMetrics) exposition.
 func (m *Metrics) Handler() http.Handler {

@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goreka/goreka/cache"
-	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/replication"
 )
 
 // value returns the value of the series name{labels} and whether it exists.
@@ -193,42 +192,41 @@ func TestCountsFollowConcurrentWrites(t *testing.T) {
 }
 
 func TestScrapeTimeSources(t *testing.T) {
-	ev := eviction.Status{RenewsLastMinute: 12, Threshold: 17, ExpectedClients: 10, SelfPreservationEnabled: true,
-		BelowThreshold: true, ActiveSince: time.Unix(1, 0), HeldBack: 3}
 	cs := cache.Stats{Hits: 10, ReadOnlyHits: 7, Misses: 4, Rebuilds: 2, ReadOnlyKeys: 5, ReadWriteKeys: 6, OldestPayload: 1500 * time.Millisecond}
-	peers := []replication.PeerStatus{{URL: "http://peer1:8761/eureka/", State: "failing", QueueDepth: 42, Lag: 2 * time.Second,
-		BatchesSent: 9, Failures: replication.Failures{Network: 4}}}
-	m := New(Sources{
-		Eviction:    func() eviction.Status { return ev },
-		Cache:       func() cache.Stats { return cs },
-		Replication: func() []replication.PeerStatus { return peers },
-	})
-	want(t, m, 12, "goreka_renews_last_minute")
-	want(t, m, 17, "goreka_renews_threshold")
-	want(t, m, 10, "goreka_expected_clients")
-	want(t, m, 1, "goreka_self_preservation_active")
-	want(t, m, 0, "goreka_lease_expiration_enabled")
-	want(t, m, 3, "goreka_evictions_held_back")
+	m := New(Sources{Cache: func() cache.Stats { return cs }})
 	want(t, m, 7, "goreka_cache_hits_total", "tier", "read_only")
 	want(t, m, 3, "goreka_cache_hits_total", "tier", "read_write")
 	want(t, m, 4, "goreka_cache_misses_total")
 	want(t, m, 2, "goreka_cache_rebuilds_total")
 	want(t, m, 1.5, "goreka_cache_payload_age_seconds")
-	want(t, m, 42, "goreka_replication_queue_depth", "peer", "http://peer1:8761/eureka/")
-	want(t, m, 2, "goreka_replication_lag_seconds", "peer", "http://peer1:8761/eureka/")
-	want(t, m, 0, "goreka_replication_peer_up", "peer", "http://peer1:8761/eureka/")
-	want(t, m, 9, "goreka_replication_batches_total", "peer", "http://peer1:8761/eureka/")
-	want(t, m, 4, "goreka_replication_failures_total", "peer", "http://peer1:8761/eureka/", "kind", "network")
 
 	// The values move with their sources between scrapes.
-	ev.ActiveSince, ev.RenewsLastMinute = time.Time{}, 20
 	cs.Misses++
-	peers[0].QueueDepth, peers[0].State = 0, "up"
-	want(t, m, 0, "goreka_self_preservation_active")
-	want(t, m, 20, "goreka_renews_last_minute")
 	want(t, m, 5, "goreka_cache_misses_total")
-	want(t, m, 0, "goreka_replication_queue_depth", "peer", "http://peer1:8761/eureka/")
-	want(t, m, 1, "goreka_replication_peer_up", "peer", "http://peer1:8761/eureka/")
+}
+
+// TestMustRegisterServesExtraCollectors: collectors of other packages'
+// state (eviction, replication; their own tests cover their series) are
+// gathered and served with the rest.
+func TestMustRegisterServesExtraCollectors(t *testing.T) {
+	m := New(Sources{})
+	depth := 3.0
+	m.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "test_extra", Help: "An extra collector."},
+		func() float64 { return depth }))
+	want(t, m, 3, "test_extra")
+	depth = 4
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "test_extra 4") {
+		t.Fatalf("exposition lacks the extra collector:\n%s", rec.Body)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering a collector twice did not panic")
+		}
+	}()
+	m.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "test_extra", Help: "An extra collector."},
+		func() float64 { return 0 }))
 }
 
 func TestFetchAndHTTPCounters(t *testing.T) {

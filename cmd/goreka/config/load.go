@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/goreka/goreka/registry"
 )
 
 // host supplies the machine facts behind dynamic defaults; tests replace it.
@@ -329,7 +330,7 @@ func finish(c *Config, workDir string, h host, errs *[]error) {
 		}
 	}
 	if c.EurekaServer.ExpectedClientRenewalInterval == 0 {
-		c.EurekaServer.ExpectedClientRenewalInterval = 30 * time.Second // Netflix: <= 0 means 30 s
+		c.EurekaServer.ExpectedClientRenewalInterval = registry.DefaultRenewalInterval // Netflix: <= 0 means the clients' default, 30 s
 	}
 }
 

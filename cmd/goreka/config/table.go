@@ -10,7 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/goreka/goreka/registry"
 )
+
+// secondsText writes a default duration in the syntax of a
+// *-in-seconds property, so that defaults owned by a package (the lease
+// timings are registry's) are stated there only.
+func secondsText(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
 // property is one scalar property goreka implements.
 type property struct {
@@ -69,8 +76,8 @@ var properties = []property{
 	{name: "eureka.instance.ip-address", dynamic: "first non-loopback IPv4 address, else 127.0.0.1", doc: "IP address of this server.", set: ipField(func(c *Config) *string { return &c.Instance.IPAddress })},
 	{name: "eureka.instance.instance-id", dynamic: "hostname:spring.application.name:server.port", doc: "Instance id of this server's own registration.", set: strField(func(c *Config) *string { return &c.Instance.InstanceID })},
 	{name: "eureka.instance.prefer-ip-address", def: "false", doc: "Announce the IP address instead of the host name.", set: boolField(func(c *Config) *bool { return &c.Instance.PreferIPAddress })},
-	{name: "eureka.instance.lease-renewal-interval-in-seconds", def: "30", doc: "Heartbeat interval of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseRenewalInterval }, 1)},
-	{name: "eureka.instance.lease-expiration-duration-in-seconds", def: "90", doc: "Lease duration of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseExpirationDuration }, 1)},
+	{name: "eureka.instance.lease-renewal-interval-in-seconds", def: secondsText(registry.DefaultRenewalInterval), doc: "Heartbeat interval of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseRenewalInterval }, 1)},
+	{name: "eureka.instance.lease-expiration-duration-in-seconds", def: secondsText(registry.DefaultLeaseDuration), doc: "Lease duration of this server's own registration.", set: secondsField(func(c *Config) *time.Duration { return &c.Instance.LeaseExpirationDuration }, 1)},
 	{name: "eureka.instance.registry.expected-number-of-clients-sending-renews", def: "1", doc: "Expected clients at start-up, the base of the self-preservation threshold.", set: intField(func(c *Config) *int { return &c.Instance.ExpectedNumberOfClientsSendingRenews }, 0, math.MaxInt32)},
 	{name: "eureka.instance.registry.default-open-for-traffic-count", def: "1", doc: "Count used when the start-up sync copied nothing; 1 keeps reads open (Spring), 0 gives Netflix's 403 warm-up.", set: intField(func(c *Config) *int { return &c.Instance.DefaultOpenForTrafficCount }, 0, math.MaxInt32)},
 
@@ -89,7 +96,7 @@ var properties = []property{
 	{name: "eureka.server.enable-self-preservation", def: "true", doc: "Stop evicting when renewals fall below the threshold.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.EnableSelfPreservation })},
 	{name: "eureka.server.renewal-percent-threshold", def: "0.85", doc: "Share of expected renewals below which self-preservation starts, in (0,1].", set: percentField(func(c *Config) *float64 { return &c.EurekaServer.RenewalPercentThreshold })},
 	{name: "eureka.server.renewal-threshold-update-interval-ms", def: "900000", doc: "How often the expected-renewals threshold is recomputed.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RenewalThresholdUpdateInterval }, 1)},
-	{name: "eureka.server.expected-client-renewal-interval-seconds", def: "30", doc: "Heartbeat interval clients are assumed to use; 0 means 30 as in Netflix.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.ExpectedClientRenewalInterval }, 0)},
+	{name: "eureka.server.expected-client-renewal-interval-seconds", def: secondsText(registry.DefaultRenewalInterval), doc: "Heartbeat interval clients are assumed to use; 0 means 30 as in Netflix.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.ExpectedClientRenewalInterval }, 0)},
 	{name: "eureka.server.eviction-interval-timer-in-ms", def: "60000", doc: "How often expired leases are evicted.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.EvictionInterval }, 1)},
 	{name: "eureka.server.retention-time-in-m-s-in-delta-queue", def: "180000", doc: "How long a change stays in the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RetentionTimeInDeltaQueue }, 1)},
 	{name: "eureka.server.delta-retention-timer-interval-in-ms", def: "30000", doc: "How often old changes are dropped from the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.DeltaRetentionTimerInterval }, 1)},

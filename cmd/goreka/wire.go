@@ -1,0 +1,132 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
+	"github.com/goreka/goreka/server"
+	"github.com/goreka/goreka/server/metrics"
+)
+
+// One function per package maps goreka's configuration onto that
+// package's settings, so that newApp only wires and each mapping can be
+// read (and checked against the Spring property table) in one place.
+// Defaults live in the config table or the package, never here.
+
+func registryOptions(cfg *config.Config, now func() time.Time, onEvent func(registry.Event), onRenew func(registry.Renewal)) registry.Options {
+	return registry.Options{
+		Now:                   now,
+		SelfID:                cfg.Instance.InstanceID,
+		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
+		IgnoreDirtyTimestamps: !cfg.EurekaServer.SyncWhenTimestampDiffers,
+		OnEvent:               onEvent,
+		OnRenew:               onRenew,
+	}
+}
+
+func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) eviction.Config {
+	es := cfg.EurekaServer
+	c := eviction.Default()
+	c.EnableSelfPreservation = es.EnableSelfPreservation
+	c.RenewalPercentThreshold = es.RenewalPercentThreshold
+	c.ExpectedClientRenewalInterval = es.ExpectedClientRenewalInterval
+	c.EvictionInterval = es.EvictionInterval
+	c.RenewalThresholdUpdateInterval = es.RenewalThresholdUpdateInterval
+	c.WaitTimeWhenSyncEmpty = es.WaitTimeWhenSyncEmpty
+	c.DeltaRetentionInterval = es.DeltaRetentionTimerInterval
+	c.DeltaRetention = es.RetentionTimeInDeltaQueue
+	c.DefaultOpenForTrafficCount = cfg.Instance.DefaultOpenForTrafficCount
+	// Shorter than a peer's read timeout: goreka peers starting together
+	// each hold the others' sync reads, and must refuse them before the
+	// reader gives up on its own.
+	c.SyncReadWait = es.PeerNodeReadTimeout / 2
+	c.Now = now
+	c.Logger = log
+	return c
+}
+
+// selfInfo describes this server to its peers.
+func selfInfo(cfg *config.Config) replication.SelfInfo {
+	return replication.SelfInfo{
+		MyURL:       cfg.EurekaServer.MyURL,
+		HostName:    cfg.Instance.HostName(),
+		IPAddr:      cfg.Instance.IPAddress,
+		Port:        cfg.Server.Port,
+		AppName:     cfg.AppName,
+		InstanceID:  cfg.Instance.InstanceID,
+		Secure:      cfg.TLSEnabled(),
+		BindAddress: cfg.Server.Address,
+	}
+}
+
+// selfLease is the lease of this server's own registration.
+func selfLease(cfg *config.Config) registry.LeaseInfo {
+	return registry.LeaseInfo{
+		RenewalInterval: cfg.Instance.LeaseRenewalInterval,
+		Duration:        cfg.Instance.LeaseExpirationDuration,
+	}
+}
+
+func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) replication.Config {
+	es := cfg.EurekaServer
+	c := replication.Default()
+	c.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
+	c.PeerNodeReadTimeout = es.PeerNodeReadTimeout
+	c.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
+	c.MaxTimeForReplication = es.MaxTimeForReplication
+	c.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
+	c.Now = now
+	c.Logger = log
+	return c
+}
+
+// cacheConfig maps Eureka's cache properties. goreka refreshes the readOnly
+// tier on change unless the user asked for Eureka's timer, by setting
+// response-cache-update-interval-ms or goreka.cache.refresh-on-change=false.
+func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
+	es := cfg.EurekaServer
+	c := cache.DefaultConfig()
+	c.UseReadOnly = es.UseReadOnlyResponseCache
+	c.AutoExpiration = es.ResponseCacheAutoExpiration
+	c.UpdateInterval = es.ResponseCacheUpdateInterval
+	c.RefreshOnChange = cfg.Goreka.Cache.RefreshOnChange && !cfg.IsSet("eureka.server.response-cache-update-interval-ms")
+	c.Now = now
+	return c
+}
+
+func serverConfig(cfg *config.Config) server.Config {
+	return server.Config{
+		DisableDelta:      cfg.EurekaServer.DisableDelta,
+		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
+		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
+	}
+}
+
+func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) server.OpsConfig {
+	sec := cfg.Security
+	return server.OpsConfig{
+		Auth: server.AuthConfig{User: sec.User, Password: sec.Password,
+			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword},
+		AccessLog: cfg.Goreka.AccessLog,
+		Logger:    log.With("component", "access"),
+		Metrics:   m,
+	}
+}
+
+func httpServer(cfg *config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	hc := cfg.Goreka.HTTP
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: hc.ReadHeaderTimeout,
+		ReadTimeout:       hc.ReadTimeout,
+		WriteTimeout:      hc.WriteTimeout,
+		IdleTimeout:       hc.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
+	}
+}

@@ -1,0 +1,75 @@
+package replication
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The peers' queues and counters are read at scrape time, from Status: the
+// senders keep their own counters, and copying them into Prometheus series
+// on every batch would only add work to replication. The collector lives
+// here, next to the state it reads, so that the HTTP layer that serves
+// /metrics needs no import of this package.
+var (
+	descQueue         = peerDesc("goreka_replication_queue_depth", "Replication tasks waiting for a peer.")
+	descLag           = peerDesc("goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.")
+	descUp            = peerDesc("goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.")
+	descBatches       = peerDesc("goreka_replication_batches_total", "Replication batches a peer accepted.")
+	descItems         = peerDesc("goreka_replication_items_total", "Replication items sent in accepted batches.")
+	descFailures      = peerDesc("goreka_replication_failures_total", "Replication failures by kind: congestion, network, rejected, bad_response, item.", "kind")
+	descDropped       = peerDesc("goreka_replication_dropped_total", "Replication tasks dropped (queue full or not retryable).")
+	descExpired       = peerDesc("goreka_replication_expired_total", "Replication tasks that expired while queued.")
+	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks replaced by a newer task for the same instance.")
+	descLastSuccessTS = peerDesc("goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.")
+)
+
+func peerDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append([]string{"peer"}, labels...), nil)
+}
+
+// collector exposes a Status func as per-peer series.
+type collector struct{ status func() []PeerStatus }
+
+// NewCollector returns a Prometheus collector of the per-peer replication
+// series (label peer, the scrubbed URL), calling status once per scrape.
+func NewCollector(status func() []PeerStatus) prometheus.Collector { return collector{status} }
+
+// Collector returns the collector of r's peers.
+func (r *Replicator) Collector() prometheus.Collector { return NewCollector(r.Status) }
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
+		descDropped, descExpired, descCoalesced, descLastSuccessTS} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, p := range c.status() {
+		up := 0.0
+		if p.State == "up" {
+			up = 1
+		}
+		gauge(descQueue, float64(p.QueueDepth), p.URL)
+		gauge(descLag, p.Lag.Seconds(), p.URL)
+		gauge(descUp, up, p.URL)
+		counter(descBatches, p.BatchesSent, p.URL)
+		counter(descItems, p.ItemsSent, p.URL)
+		counter(descFailures, p.Failures.Congestion, p.URL, "congestion")
+		counter(descFailures, p.Failures.Network, p.URL, "network")
+		counter(descFailures, p.Failures.Rejected, p.URL, "rejected")
+		counter(descFailures, p.Failures.BadResponse, p.URL, "bad_response")
+		counter(descFailures, p.Failures.Items, p.URL, "item")
+		counter(descDropped, p.Dropped, p.URL)
+		counter(descExpired, p.Expired, p.URL)
+		counter(descCoalesced, p.Coalesced, p.URL)
+		ts := 0.0
+		if !p.LastSuccess.IsZero() {
+			ts = float64(p.LastSuccess.UnixNano()) / 1e9
+		}
+		gauge(descLastSuccessTS, ts, p.URL)
+	}
+}
