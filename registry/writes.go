@@ -348,17 +348,9 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 // Eureka, an update to the status the instance already has changes nothing
 // (not even the override map) but succeeds, and is still an event.
 func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, fromPeer bool) error {
-	if _, ok := ParseStatus(string(s)); !ok {
-		return invalid("invalid status %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", s)
-	}
-	if err := checkKey(app, id); err != nil {
+	l, now, err := r.lockStatusChange(app, id, s)
+	if err != nil {
 		return err
-	}
-	app = strings.ToUpper(app)
-	now := r.now()
-	l := r.lockLease(app, id, now)
-	if l == nil {
-		return ErrNotFound
 	}
 	old := l.inst
 	changed := old.Status != s
@@ -372,19 +364,26 @@ func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, f
 	return nil
 }
 
-// lockLease takes the write lock and renews the lease of app/id, as
-// Eureka's statusUpdate and deleteStatusOverride do. It returns nil, with
-// the lock released, when there is no such lease; otherwise the caller
-// unlocks.
-func (r *Registry) lockLease(app, id string, now time.Time) *lease {
+// lockStatusChange validates a status update or override removal, takes
+// the write lock and renews the lease of app/id, as Eureka's statusUpdate
+// and deleteStatusOverride do. On success the caller holds the write lock
+// and unlocks; on an error the lock is not held.
+func (r *Registry) lockStatusChange(app, id string, s Status) (*lease, time.Time, error) {
+	if _, ok := ParseStatus(string(s)); !ok {
+		return nil, time.Time{}, invalid("invalid status %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", s)
+	}
+	if err := checkKey(app, id); err != nil {
+		return nil, time.Time{}, err
+	}
+	now := r.now()
 	r.mu.Lock()
-	l := r.apps[app][id]
+	l := r.apps[strings.ToUpper(app)][id]
 	if l == nil {
 		r.mu.Unlock()
-		return nil
+		return nil, now, ErrNotFound
 	}
 	l.renew(now)
-	return l
+	return l, now, nil
 }
 
 // modifyLocked stores a MODIFIED copy of l's instance with a new status and
@@ -410,17 +409,9 @@ func (r *Registry) DeleteStatusOverride(app, id string, s Status, lastDirty time
 	if s == "" {
 		s = StatusUnknown
 	}
-	if _, ok := ParseStatus(string(s)); !ok {
-		return invalid("invalid status %q: one of UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN", s)
-	}
-	if err := checkKey(app, id); err != nil {
+	l, now, err := r.lockStatusChange(app, id, s)
+	if err != nil {
 		return err
-	}
-	app = strings.ToUpper(app)
-	now := r.now()
-	l := r.lockLease(app, id, now)
-	if l == nil {
-		return ErrNotFound
 	}
 	old := l.inst
 	_, had := r.overrides[id]
