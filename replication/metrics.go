@@ -16,7 +16,7 @@ var (
 	descFailures      = peerDesc("goreka_replication_failures_total", "Replication failures by kind: congestion, network, rejected, bad_response, item.", "kind")
 	descDropped       = peerDesc("goreka_replication_dropped_total", "Replication tasks dropped (queue full or not retryable).")
 	descExpired       = peerDesc("goreka_replication_expired_total", "Replication tasks that expired while queued.")
-	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks replaced by a newer task for the same instance.")
+	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).")
 	descLastSuccessTS = peerDesc("goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.")
 )
 

@@ -79,7 +79,7 @@ func TestCollector(t *testing.T) {
 		{"goreka_replication_failures_total", failHelp, counter, "item", 6},
 		{"goreka_replication_dropped_total", "Replication tasks dropped (queue full or not retryable).", counter, "", 1},
 		{"goreka_replication_expired_total", "Replication tasks that expired while queued.", counter, "", 2},
-		{"goreka_replication_coalesced_total", "Replication tasks replaced by a newer task for the same instance.", counter, "", 5},
+		{"goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).", counter, "", 5},
 		{"goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.", gauge, "", 1_700_000_000.5},
 	})
 

@@ -493,7 +493,7 @@ type PeerStatus struct {
 	Failures    Failures
 	Dropped     uint64 // tasks dropped: queue full or batch not retryable
 	Expired     uint64 // tasks that outlived their expiry while queued
-	Coalesced   uint64 // tasks replaced by a newer one with the same id
+	Coalesced   uint64 // tasks folded into the instance's last pending task of the same action
 	LastSuccess time.Time
 	LastError   string
 	LastErrorAt time.Time
