@@ -42,7 +42,6 @@ type app struct {
 	metrics *metrics.Metrics
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
-
 }
 
 // The evictor is the read gate and the lease-expiration switch of the
@@ -59,9 +58,8 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	a := &app{cfg: cfg, log: log, now: now, started: now()}
 
 	a.reg = registry.New(registryOptions(cfg, now, a.onEvent, a.onRenew))
-	if sc := cfg.Goreka.Snapshot; sc.Path != "" {
-		a.snap = snapshot.New(a.reg, snapshot.Config{Path: sc.Path, Interval: sc.Interval, MaxAge: sc.MaxAge,
-			Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")})
+	if cfg.Goreka.Snapshot.Path != "" {
+		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
 	}
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
 

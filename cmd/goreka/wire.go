@@ -12,6 +12,7 @@ import (
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/metrics"
+	"github.com/goreka/goreka/snapshot"
 )
 
 // One function per package maps goreka's configuration onto that
@@ -28,6 +29,13 @@ func registryOptions(cfg *config.Config, now func() time.Time, onEvent func(regi
 		OnEvent:               onEvent,
 		OnRenew:               onRenew,
 	}
+}
+
+// snapshotConfig maps goreka.snapshot.* (used when the path is set).
+func snapshotConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) snapshot.Config {
+	sc := cfg.Goreka.Snapshot
+	return snapshot.Config{Path: sc.Path, Interval: sc.Interval, MaxAge: sc.MaxAge,
+		Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")}
 }
 
 func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) eviction.Config {
