@@ -10,13 +10,12 @@ package main
 // its bound, and that once the fault heals every node holds every
 // registration (full registries compared across nodes).
 //
-// The servers run in this test process, so a test can read A's replication
-// queue directly (Replicator.Status); cluster_test.go covers the same code
-// as separate processes. Waits poll with generous deadlines; nothing
-// sleeps to assert.
+// The servers are in-process nodes (harness_test.go), so a test can read
+// A's replication queue directly (Replicator.Status); cluster_test.go
+// covers the same code as separate processes. Waits poll with generous
+// deadlines; nothing sleeps to assert.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -25,7 +24,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goreka/goreka/cmd/goreka/config"
-	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/replication"
 )
 
@@ -68,106 +64,24 @@ const (
 	fltFaultFor = 3 * fltReadTimeout
 )
 
-// fltLogs collects a node's logs for failure reports.
-type fltLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *fltLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.buf.Len() > 1<<20 {
-		l.buf.Reset()
-		l.buf.WriteString("[earlier logs dropped]\n")
-	}
-	return l.buf.Write(p)
-}
-
-func (l *fltLogs) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
-
-// fltNode is one goreka server running in this process.
-type fltNode struct {
-	t      *testing.T
-	name   string
-	port   int
-	peers  []string
-	logs   *fltLogs
-	a      *app
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func (n *fltNode) base() string { return "http://127.0.0.1:" + strconv.Itoa(n.port) }
-func (n *fltNode) url() string  { return n.base() + "/eureka/" }
-
-// start builds and runs the server on its port; it returns once the
-// server answers requests.
-func (n *fltNode) start() {
-	t := n.t
-	t.Helper()
-	args := []string{
-		"--server.port=" + strconv.Itoa(n.port),
-		"--server.address=127.0.0.1",
-		"--eureka.instance.hostname=127.0.0.1",
-		"--eureka.instance.ip-address=127.0.0.1",
+// fltNode is one goreka server of a fault test, running in this process.
+func fltNode(t *testing.T, name string, port int, peers ...string) *node {
+	return inProcessNode(t, name, "127.0.0.1", port, loopbackArgs("127.0.0.1", port,
 		"--eureka.client.register-with-eureka=false",
-		"--eureka.client.service-url.defaultZone=" + strings.Join(n.peers, ","),
+		"--eureka.client.service-url.defaultZone="+strings.Join(peers, ","),
 		"--eureka.server.enable-self-preservation=false",
 		"--eureka.server.wait-time-in-ms-when-sync-empty=0",
-		"--eureka.server.peer-node-read-timeout-ms=" + strconv.Itoa(int(fltReadTimeout/time.Millisecond)),
-		"--eureka.server.max-elements-in-peer-replication-pool=" + strconv.Itoa(fltPool),
+		"--eureka.server.peer-node-read-timeout-ms="+strconv.Itoa(int(fltReadTimeout/time.Millisecond)),
+		"--eureka.server.max-elements-in-peer-replication-pool="+strconv.Itoa(fltPool),
 		"--logging.level.goreka=WARN",
-	}
-	cfg, err := config.Load(args, nil, t.TempDir())
-	if err != nil {
-		t.Fatalf("node %s config: %v", n.name, err)
-	}
-	if n.logs == nil {
-		n.logs = &fltLogs{}
-	}
-	fmt.Fprintf(n.logs, "--- node %s starting\n", n.name)
-	a, err := newApp(cfg, newLogger(cfg, n.logs), time.Now)
-	if err != nil {
-		t.Fatalf("node %s: %v", n.name, err)
-	}
-	var ln net.Listener
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		// A restarted node takes its port back; the old listener may take
-		// a moment to go.
-		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port))); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("node %s listen: %v", n.name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.a, n.cancel, n.done = a, cancel, make(chan error, 1)
-	go func() { n.done <- a.run(ctx, ln) }()
-	fltWait(t, "node "+n.name+" serves", func() (bool, string) {
-		code, _, err := fltDo("GET", n.url()+"apps", "")
-		return code == 200, fmt.Sprintf("%d %v", code, err)
-	})
+	)...)
 }
 
-// stop shuts the server down and waits for it.
-func (n *fltNode) stop() {
-	if n.cancel == nil {
-		return
-	}
-	n.cancel()
-	select {
-	case err := <-n.done:
-		if err != nil {
-			n.t.Errorf("node %s stopped with %v", n.name, err)
-		}
-	case <-time.After(60 * time.Second):
-		n.t.Errorf("node %s did not stop within 60 s", n.name)
-	}
-	n.cancel = nil
+// fltStart starts n and waits until it serves reads.
+func fltStart(n *node) {
+	n.t.Helper()
+	n.start()
+	n.waitServing()
 }
 
 // fltMode is what the proxy in front of C does.
@@ -261,100 +175,42 @@ func (p *fltProxy) set(m fltMode) {
 	}
 }
 
-var fltClient = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: 10 * time.Second},
-}
-
-func fltDo(method, u, body string) (int, []byte, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := fltClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
 // fltWait polls cond until it holds or a generous deadline passes.
 func fltWait(t *testing.T, what string, cond func() (bool, string)) time.Duration {
 	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < fltHeal {
-		ok, s := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = s
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v; last: %s", what, fltHeal, last)
-	return 0
+	return waitUntil(t, what, fltHeal, cond)
 }
 
 // fltCluster starts A, B and C. A lists B directly and C through a proxy;
 // B and C list each other and A directly.
-func fltCluster(t *testing.T) (a, b, c *fltNode, px *fltProxy) {
+func fltCluster(t *testing.T) (a, b, c *node, px *fltProxy) {
 	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		ports[i] = freePort(t, "127.0.0.1")
 	}
 	u := func(i int) string { return "http://127.0.0.1:" + strconv.Itoa(ports[i]) + "/eureka/" }
 	px = fltNewProxy(t, "http://127.0.0.1:"+strconv.Itoa(ports[2]))
-	a = &fltNode{t: t, name: "A", port: ports[0], peers: []string{u(1), px.url()}}
-	b = &fltNode{t: t, name: "B", port: ports[1], peers: []string{u(0), u(2)}}
-	c = &fltNode{t: t, name: "C", port: ports[2], peers: []string{u(0), u(1)}}
-	nodes := []*fltNode{c, b, a} // C first: each node's start-up sync finds its peers serving or refusing
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			n.stop()
-		}
-		if t.Failed() {
-			for _, n := range nodes {
-				t.Logf("logs of %s:\n%s", n.name, n.logs)
-			}
-		}
-	})
-	for _, n := range nodes {
-		n.start()
+	// Made after the proxy, so that they stop (C, B, then A) before it.
+	a = fltNode(t, "A", ports[0], u(1), px.url())
+	b = fltNode(t, "B", ports[1], u(0), u(2))
+	c = fltNode(t, "C", ports[2], u(0), u(1))
+	// C first: each node's start-up sync finds its peers serving or refusing.
+	for _, n := range []*node{c, b, a} {
+		fltStart(n)
 	}
 	return a, b, c, px
 }
 
 // fltPeer returns A's replication status for the peer at url.
-func fltPeer(n *fltNode, u string) replication.PeerStatus {
-	for _, s := range n.a.repl.Status() {
+func fltPeer(n *node, u string) replication.PeerStatus {
+	for _, s := range n.app().repl.Status() {
 		if strings.TrimSuffix(s.URL, "/") == strings.TrimSuffix(u, "/") {
 			return s
 		}
 	}
-	n.t.Fatalf("node %s has no peer %s: %+v", n.name, u, n.a.repl.Status())
+	n.t.Fatalf("node %s has no peer %s: %+v", n.name, u, n.app().repl.Status())
 	return replication.PeerStatus{}
-}
-
-func fltInstanceBody(id string) string {
-	return `{"instance":{"instanceId":"` + id + `","hostName":"h-` + id + `","app":"` + fltApp + `","ipAddr":"10.1.0.1","status":"UP",` +
-		`"port":{"$":8080,"@enabled":"true"},"vipAddress":"flt","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},` +
-		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90}}}`
 }
 
 // fltLoad is a bounded client load against one node: register and renew
@@ -406,32 +262,15 @@ func (l *fltLoad) p99() time.Duration {
 	return s[len(s)*99/100]
 }
 
-func fltRegister(n *fltNode) func(string) (int, error) {
+func fltRegister(n *node) func(string) (int, error) {
 	return func(id string) (int, error) {
-		code, _, err := fltDo("POST", n.url()+"apps/"+fltApp, fltInstanceBody(id))
+		code, _, err := do("POST", n.base()+"/apps/"+fltApp, instanceBody(fltApp, id, 30, 90))
 		return code, err
 	}
 }
 
-func fltRenew(n *fltNode) func(string) (int, error) {
-	return func(id string) (int, error) {
-		code, _, err := fltDo("PUT", n.url()+"apps/"+fltApp+"/"+id, "")
-		return code, err
-	}
-}
-
-// fltRace reports whether the test binary was built with -race.
-func fltRace() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
+func fltRenew(n *node) func(string) (int, error) {
+	return func(id string) (int, error) { return heartbeat(n, fltApp, id) }
 }
 
 func fltIDs(prefix string, n int) []string {
@@ -444,23 +283,14 @@ func fltIDs(prefix string, n int) []string {
 
 // fltRegistry is a node's FLT-APP instances (id -> status) as its full
 // registry read shows them.
-func fltRegistry(n *fltNode) (map[string]string, error) {
-	code, body, err := fltDo("GET", n.url()+"apps", "")
-	if err != nil || code != 200 {
-		return nil, fmt.Errorf("GET apps: %d %v", code, err)
-	}
-	apps, err := compat.DecodeApplications(body, compat.JSON)
+func fltRegistry(n *node) (map[string]string, error) {
+	all, err := apps(n)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, app := range apps.Apps {
-		if app.Name != fltApp {
-			continue
-		}
-		for _, v := range app.Instances {
-			out[v.Instance.ID()] = string(v.Instance.Status)
-		}
+	for k, v := range only(all, fltApp) {
+		out[strings.TrimPrefix(k, fltApp+"/")] = v
 	}
 	return out, nil
 }
@@ -469,7 +299,7 @@ func fltRegistry(n *fltNode) (map[string]string, error) {
 // that missed a registration: it answers 404 and A sends the register)
 // until every node holds exactly ids, all UP. It returns how long that
 // took and fails the test past fltHeal.
-func fltConverge(t *testing.T, a *fltNode, ids []string, nodes ...*fltNode) time.Duration {
+func fltConverge(t *testing.T, a *node, ids []string, nodes ...*node) time.Duration {
 	t.Helper()
 	var lastRenew time.Time
 	return fltWait(t, "every node holds every registration", func() (bool, string) {
@@ -501,7 +331,7 @@ func fltConverge(t *testing.T, a *fltNode, ids []string, nodes ...*fltNode) time
 
 // fltUnderFault registers and renews ids on A while the fault is on,
 // sampling A's queue to C, and checks latency and the queue bound.
-func fltUnderFault(t *testing.T, a *fltNode, px *fltProxy, ids []string, viaProxy bool) {
+func fltUnderFault(t *testing.T, a *node, px *fltProxy, ids []string, viaProxy bool) {
 	t.Helper()
 	stop := make(chan struct{})
 	maxDepth := atomic.Int64{}
@@ -588,7 +418,7 @@ func TestFaultPeerDownComesBack(t *testing.T) {
 	if st := fltPeer(a, px.url()); st.Failures.Network+st.Failures.Congestion+st.Failures.Rejected+st.Failures.BadResponse == 0 {
 		t.Errorf("A never failed to reach the stopped peer: %+v", st)
 	}
-	c.start()
+	fltStart(c)
 	took := fltConverge(t, a, ids, a, b, c)
 	t.Logf("measured: C back; all %d registrations on A, B and C %v after its restart; registrations lost: 0", len(ids), took.Round(time.Millisecond))
 }
@@ -607,7 +437,7 @@ func TestFaultRestartStorm(t *testing.T) {
 	fltConverge(t, a, ids, a, b, c)
 
 	a.stop()
-	a.start()
+	fltStart(a)
 	synced, err := fltRegistry(a)
 	if err != nil {
 		t.Fatal(err)
@@ -625,7 +455,7 @@ func TestFaultRestartStorm(t *testing.T) {
 		t.Fatalf("storm requests failed: %v", storm.errors)
 	}
 	bound := fltStormP99
-	if fltRace() {
+	if raceEnabled() {
 		bound *= 4
 	}
 	if p := storm.p99(); p > bound {

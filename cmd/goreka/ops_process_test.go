@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,62 +16,14 @@ import (
 	"time"
 )
 
-// The process tests run goreka as a real process: the test binary re-runs
-// itself with opsMainEnv set, and then it is goreka's main (this spares a
-// separate go build and needs no TestMain, which other tests may own).
-const opsMainEnv = "GOREKA_OPS_TEST_MAIN"
+// The process tests run goreka as a real process: process nodes of
+// harness_test.go.
 
-func init() {
-	if os.Getenv(opsMainEnv) != "1" {
-		return
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, opsMainEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	os.Exit(run(os.Args[1:], env, os.Stdout, os.Stderr))
-}
-
-// opsBaseArgs keep a test server on loopback, on a free port, without peers.
-var opsBaseArgs = []string{
-	"--server.address=127.0.0.1", "--server.port=0", "--eureka.instance.hostname=localhost",
-	"--eureka.client.service-url.defaultZone=",
-	"--eureka.client.register-with-eureka=false", "--eureka.client.fetch-registry=false",
-}
-
-func opsCommand(t *testing.T, args ...string) *exec.Cmd {
+// opsArgs keep a test server on loopback, on a free port, without peers.
+func opsArgs(t *testing.T, extra ...string) (port int, args []string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = []string{opsMainEnv + "=1", "HOME=" + t.TempDir()}
-	cmd.Dir = t.TempDir()
-	return cmd
-}
-
-// opsExit runs goreka to completion and returns its exit code and output.
-func opsExit(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	cmd := opsCommand(t, args...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("goreka %v did not exit; stderr:\n%s", args, errb.String())
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	port = freePort(t, "127.0.0.1")
+	return port, standaloneArgs("127.0.0.1", port, extra...)
 }
 
 func TestOpsConfigErrors(t *testing.T) {
@@ -108,8 +59,8 @@ func TestOpsConfigErrors(t *testing.T) {
 		{"port in use", []string{"--server.port=" + busyPort}, 1, []string{"127.0.0.1:" + busyPort, "address already in use"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append(append([]string{}, opsBaseArgs...), tc.args...)
-			code, stdout, stderr := opsExit(t, args...)
+			_, args := opsArgs(t, tc.args...)
+			code, stdout, stderr := runToExit(t, 30*time.Second, args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr)
 			}
@@ -132,72 +83,18 @@ func TestOpsConfigErrors(t *testing.T) {
 	}
 }
 
-// opsProcess is a running goreka whose stderr is read line by line.
-type opsProcess struct {
-	cmd   *exec.Cmd
-	lines chan string
-	all   *strings.Builder
-	done  chan struct{}
-}
-
-func startOps(t *testing.T, args ...string) *opsProcess {
-	t.Helper()
-	cmd := opsCommand(t, append(append([]string{}, opsBaseArgs...), args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &opsProcess{cmd: cmd, lines: make(chan string, 1000), all: new(strings.Builder), done: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return p
-}
-
-// waitLine returns the first line containing s; it fails after a deadline
-// (a real process on a loaded machine, not a timing assertion).
-func (p *opsProcess) waitLine(t *testing.T, s string) string {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("goreka exited before logging %q; log:\n%s", s, p.all)
-			}
-			p.all.WriteString(l + "\n")
-			if strings.Contains(l, s) {
-				return l
-			}
-		case <-deadline:
-			t.Fatalf("no log line with %q; log:\n%s", s, p.all)
-		}
-	}
-}
-
 var addrRE = regexp.MustCompile(`"addr":"([^"]+)"`)
 
 // TestOpsSIGTERMDrainsInFlight starts goreka with JSON logs, holds a
 // registration half-sent, sends SIGTERM, and checks that the registration
 // still completes and that goreka exits 0 with well-formed logs.
 func TestOpsSIGTERMDrainsInFlight(t *testing.T) {
-	p := startOps(t, "--goreka.log.format=json", "--goreka.access-log=true", "--goreka.server.shutdown-timeout=20s")
-	m := addrRE.FindStringSubmatch(p.waitLine(t, `"goreka started"`))
-	if m == nil {
-		t.Fatalf("no addr in the start-up line; log:\n%s", p.all)
+	port, args := opsArgs(t, "--goreka.log.format=json", "--goreka.access-log=true", "--goreka.server.shutdown-timeout=20s")
+	p := processNode(t, "ops", "127.0.0.1", port, args...)
+	p.start()
+	m := addrRE.FindStringSubmatch(p.waitLine(`"goreka started"`))
+	if m == nil || m[1] != p.addr() {
+		t.Fatalf("start-up line does not name addr %s; log:\n%s", p.addr(), p.logs())
 	}
 	conn, err := net.Dial("tcp", m[1])
 	if err != nil {
@@ -220,30 +117,25 @@ func TestOpsSIGTERMDrainsInFlight(t *testing.T) {
 	}
 	io.WriteString(conn, body[:half])
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	p.waitLine(t, `"shutting down"`)
+	p.signal(syscall.SIGTERM)
+	p.waitLine(`"shutting down"`)
 	io.WriteString(conn, body[half:])
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 204") {
 		t.Fatalf("in-flight registration: %q, %v", status, err)
 	}
-	p.waitLine(t, `"msg":"registered"`)
+	p.waitLine(`"msg":"registered"`)
 
-	for l := range p.lines { // read to EOF before Wait
-		p.all.WriteString(l + "\n")
+	if code := p.waitExit(stopWithin); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, p.logs())
 	}
-	err = p.cmd.Wait()
-	if code := p.cmd.ProcessState.ExitCode(); err != nil || code != 0 {
-		t.Fatalf("exit %d (%v); log:\n%s", code, err, p.all)
-	}
-	for _, l := range strings.Split(strings.TrimSpace(p.all.String()), "\n") {
+	all := p.logs().String()
+	for _, l := range strings.Split(strings.TrimSpace(all), "\n") {
 		if !json.Valid([]byte(l)) {
 			t.Errorf("not a JSON log line: %s", l)
 		}
 	}
-	if !strings.Contains(p.all.String(), `"route":"/eureka/apps/:app","status":204`) {
-		t.Errorf("no access log line for the registration; log:\n%s", p.all)
+	if !strings.Contains(all, `"route":"/eureka/apps/:app","status":204`) {
+		t.Errorf("no access log line for the registration; log:\n%s", all)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,7 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -20,36 +18,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/goreka/goreka/cmd/goreka/config"
 )
 
-// serveOps runs an app in this process on a loopback listener until the
-// test ends, and returns its address.
+// serveOps runs an app in this process on a loopback port until the test
+// ends, and returns its address.
 func serveOps(t *testing.T, args ...string) (string, *app) {
 	t.Helper()
-	cfg, err := config.Load(append(append([]string{}, opsBaseArgs...), args...), nil, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	return ln.Addr().String(), a
+	port, all := opsArgs(t, args...)
+	n := inProcessNode(t, "ops", "127.0.0.1", port, all...)
+	n.start()
+	return n.addr(), n.app()
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and its key as PEM files.

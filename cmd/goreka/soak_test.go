@@ -13,7 +13,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -69,21 +68,10 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak runs for a fixed time")
 	}
 	dur, n := fltSoakParams(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	node := &fltNode{t: t, name: "S", port: port}
-	node.peers = []string{node.url()} // itself only: no peers
-	node.start()
-	t.Cleanup(func() {
-		node.stop()
-		if t.Failed() {
-			t.Logf("logs:\n%s", node.logs)
-		}
-	})
+	port := freePort(t, "127.0.0.1")
+	// Its only service URL is itself: no peers.
+	node := fltNode(t, "S", port, "http://127.0.0.1:"+strconv.Itoa(port)+"/eureka/")
+	fltStart(node)
 
 	ids := fltIDs("soak", n)
 	var reg fltLoad
@@ -134,7 +122,7 @@ func TestSoak(t *testing.T) {
 				if (i+w)%2 == 1 {
 					path, c = "apps/delta", &deltas
 				}
-				code, body, err := fltDo("GET", node.url()+path, "")
+				code, body, err := do("GET", node.url()+path, "")
 				if err != nil || code != 200 || len(body) == 0 {
 					fail("GET "+path, code, err)
 				}
