@@ -283,10 +283,7 @@ func (d *dashboard) view(withApps bool) pageView {
 		v.Peers = append(v.Peers, pv)
 	}
 	v.General = append(slices.Clone(data.GeneralInfo),
-		[2]string{"registered-replicas", strings.Join(data.RegisteredReplicas, ", ")},
-		[2]string{"available-replicas", joinTrailing(data.AvailableReplicas)},
-		[2]string{"unavailable-replicas", joinTrailing(data.UnavailableReplicas)},
-	)
+		ReplicaStats(data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas)...)
 	v.Chart = newChart(data.RenewsHistory, data.RenewsThreshold)
 	if withApps {
 		for _, a := range d.s.reg.Applications().Apps {
@@ -296,16 +293,6 @@ func (d *dashboard) view(withApps bool) pageView {
 		}
 	}
 	return v
-}
-
-// joinTrailing joins URLs as Eureka's StatusUtil does: each followed by ",".
-func joinTrailing(urls []string) string {
-	var b strings.Builder
-	for _, u := range urls {
-		b.WriteString(u)
-		b.WriteByte(',')
-	}
-	return b.String()
 }
 
 // statusOrder orders the status groups of an application (Spring's come

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,6 +22,26 @@ type StatusInfo struct {
 	Instance    *registry.LeaseView
 	// Healthy is set only when min-available-instances-for-peer-replication > -1.
 	Healthy *bool
+}
+
+// ReplicaStats are the replica rows of /eureka/status and the dashboard's
+// General Info, spelled as Eureka's StatusResource writes them: registered
+// replicas joined by ", ", available and unavailable ones each followed by
+// a comma (StatusUtil).
+func ReplicaStats(registered, available, unavailable []string) [][2]string {
+	trailing := func(urls []string) string {
+		var b strings.Builder
+		for _, u := range urls {
+			b.WriteString(u)
+			b.WriteByte(',')
+		}
+		return b.String()
+	}
+	return [][2]string{
+		{"registered-replicas", strings.Join(registered, ", ")},
+		{"available-replicas", trailing(available)},
+		{"unavailable-replicas", trailing(unavailable)},
+	}
 }
 
 // StatusSource supplies StatusInfo.

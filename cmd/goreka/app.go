@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -169,11 +168,7 @@ func (a *app) StatusInfo() server.StatusInfo {
 		},
 	}
 	reg, avail, unavail := replication.Replicas(a.reg, a.cfg.AppName, a.repl.Peers())
-	st.Application = [][2]string{
-		{"registered-replicas", strings.Join(reg, ", ")},
-		{"available-replicas", joinTrailing(avail)},
-		{"unavailable-replicas", joinTrailing(unavail)},
-	}
+	st.Application = server.ReplicaStats(reg, avail, unavail)
 	// This server's own instance is the coordinating discovery server here
 	// (what it registers with its peers says false: each server decides).
 	own := a.selfIn.Clone()
@@ -190,17 +185,6 @@ func percent(a, b uint64) uint64 {
 		return 0
 	}
 	return a * 100 / b
-}
-
-// joinTrailing joins replica URLs as Eureka's StatusUtil does: each followed
-// by a comma.
-func joinTrailing(urls []string) string {
-	var b strings.Builder
-	for _, u := range urls {
-		b.WriteString(u)
-		b.WriteByte(',')
-	}
-	return b.String()
 }
 
 // formatUptime is StatusInfo.getUpTime: "HH:MM", with "N day(s) " before.
