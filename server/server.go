@@ -221,3 +221,7 @@ func queryValue(raw, key string) (string, bool) {
 // server's engine, behind the same middleware as every route: the read-only
 // user may use it, as it only has GET routes.
 func (s *Server) MountAPI(a *api.API) { a.Mount(s.engine) }
+
+// MountConsulAPI serves the read-only Consul catalog of package api at /v1
+// (goreka.consul-api.enabled), behind the same middleware.
+func (s *Server) MountConsulAPI(a *api.API) { a.MountConsul(s.engine) }

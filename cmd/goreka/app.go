@@ -93,6 +93,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Now:      now,
 	})
 	a.srv.MountAPI(a.api)
+	if cfg.Goreka.ConsulAPI {
+		a.srv.MountConsulAPI(a.api)
+	}
 	if cfg.Dashboard.Enabled {
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
