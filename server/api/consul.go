@@ -72,6 +72,8 @@ func (a *API) consulBlock(c *gin.Context, known ...string) bool {
 		}
 		wait = min(d, consulMaxWait)
 	}
+	// The wait may outlast the server's write timeout (goreka.server.write-timeout).
+	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Time{})
 	a.hist.waitPast(c.Request.Context(), int64(n), wait)
 	return true
 }

@@ -285,6 +285,8 @@ func (a *API) changes(c *gin.Context) {
 		}
 		wait = d
 	}
+	// The wait may outlast the server's write timeout (goreka.server.write-timeout).
+	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Time{})
 	c.JSON(http.StatusOK, a.poll(c.Request.Context(), since, wait))
 }
 
