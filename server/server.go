@@ -14,6 +14,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -215,3 +216,12 @@ func queryValue(raw, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// MountAPI serves goreka's read API for tools (package api) on the
+// server's engine, behind the same middleware as every route: the read-only
+// user may use it, as it only has GET routes.
+func (s *Server) MountAPI(a *api.API) { a.Mount(s.engine) }
+
+// MountConsulAPI serves the read-only Consul catalog of package api at /v1
+// (goreka.consul-api.enabled), behind the same middleware.
+func (s *Server) MountConsulAPI(a *api.API) { a.MountConsul(s.engine) }

@@ -18,6 +18,7 @@ import (
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
+	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
 )
@@ -37,6 +38,7 @@ type app struct {
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
 	srv     *server.Server // the HTTP handler
+	api     *api.API       // the read API for tools, fed from onEvent
 	ops     *server.Ops    // readiness and shutdown state of srv
 	metrics *metrics.Metrics
 	http    *http.Server
@@ -57,6 +59,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	a := &app{cfg: cfg, log: log, now: now, started: now()}
 
 	a.reg = registry.New(registryOptions(cfg, now, a.onEvent, a.onRenew))
+	a.api = api.New(a.reg, apiConfig(now)) // before any write: its index starts from the empty registry
 	if cfg.Goreka.Snapshot.Path != "" {
 		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
 	}
@@ -86,6 +89,10 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Logger:   log.With("component", "http"),
 		Now:      now,
 	})
+	a.srv.MountAPI(a.api)
+	if cfg.Goreka.ConsulAPI {
+		a.srv.MountConsulAPI(a.api)
+	}
 	if cfg.Dashboard.Enabled {
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
@@ -111,7 +118,7 @@ func peerURLs(cfg *config.Config) []string {
 
 // onEvent fans a registry change out, in revision order: cache
 // invalidation, replication to peers (which skips changes from peers and
-// evictions), metrics, logs.
+// evictions), the read API's index and watch history, metrics, logs.
 func (a *app) onEvent(e registry.Event) {
 	in := e.Instance()
 	if e.Changed && a.cache != nil {
@@ -119,6 +126,9 @@ func (a *app) onEvent(e registry.Event) {
 	}
 	if a.repl != nil {
 		a.repl.OnEvent(e)
+	}
+	if a.api != nil {
+		a.api.OnEvent(e)
 	}
 	if a.metrics != nil {
 		a.metrics.OnEvent(e)

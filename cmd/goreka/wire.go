@@ -11,6 +11,7 @@ import (
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
+	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
 )
@@ -114,6 +115,10 @@ func serverConfig(cfg *config.Config) server.Config {
 		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
 		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
 	}
+}
+
+func apiConfig(now func() time.Time) api.Config {
+	return api.Config{Now: now}
 }
 
 func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) server.OpsConfig {

@@ -148,6 +148,7 @@ type GorekaConfig struct {
 	Snapshot    SnapshotConfig
 	LogFormat   string // goreka.log.format: text or json
 	AccessLog   bool   // goreka.access-log
+	ConsulAPI   bool   // goreka.consul-api.enabled
 	HTTP        HTTPConfig
 	PrintConfig bool // goreka.print-config
 }

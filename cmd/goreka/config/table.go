@@ -124,6 +124,7 @@ var properties = []property{
 	{name: "goreka.snapshot.max-age", def: "1h", doc: "Older snapshots are not restored; 0 restores any age.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Snapshot.MaxAge }, true)},
 	{name: "goreka.log.format", def: "text", doc: "Log format: text or json.", set: enumField(func(c *Config) *string { return &c.Goreka.LogFormat }, "text", "json")},
 	{name: "goreka.access-log", def: "false", doc: "Log every HTTP request.", set: boolField(func(c *Config) *bool { return &c.Goreka.AccessLog })},
+	{name: "goreka.consul-api.enabled", def: "false", doc: "Serve a read-only Consul catalog API (/v1/catalog, /v1/health, /v1/agent/self) over the registry.", set: boolField(func(c *Config) *bool { return &c.Goreka.ConsulAPI })},
 	{name: "goreka.server.max-body-bytes", def: "1MB", doc: "Largest request body (register, status, metadata); sizes take B, KB, MB, GB (1024-based, as Spring's DataSize) or KiB, MiB, GiB.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBodyBytes })},
 	{name: "goreka.server.max-batch-body-bytes", def: "32MB", doc: "Largest peer replication batch body.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBatchBodyBytes })},
 	{name: "goreka.server.read-header-timeout", def: "10s", doc: "http.Server ReadHeaderTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.ReadHeaderTimeout }, false)},

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api"
+)
+
+// TestReadAPIBehindTheEdge mounts the read API on a Server with basic auth:
+// the read-only user may query it and watch it, anonymous callers may not.
+func TestReadAPIBehindTheEdge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var a *api.API
+	reg := registry.New(registry.Options{Now: clock, OnEvent: func(e registry.Event) { a.OnEvent(e) }})
+	a = api.New(reg, api.Config{Now: clock})
+	srv := New(Config{}, Deps{Registry: reg, Now: clock})
+	srv.MountAPI(a)
+	srv.EnableOps(OpsConfig{Auth: AuthConfig{User: "eureka", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look"}})
+	f := &opsFixture{reg: reg, srv: srv}
+	in := &registry.Instance{InstanceID: "i-1", HostName: "h", App: "ORDERS", IPAddr: "10.0.0.2",
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
+	if _, err := reg.Register(in, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/goreka/api/v1/instances", "/goreka/api/v1/apps", "/goreka/api/v1/prometheus-sd",
+		"/goreka/api/v1/changes?since=0"} {
+		expect(t, f.do(t, "GET", path, "", ""), 401, "")
+		rec := f.do(t, "GET", path, "viewer:look", "")
+		if rec.Code != 200 || !json.Valid(rec.Body.Bytes()) {
+			t.Errorf("read-only user, GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		if rec := f.do(t, "GET", path, "eureka:s3cret", ""); rec.Code != 200 {
+			t.Errorf("full user, GET %s: %d", path, rec.Code)
+		}
+	}
+	var page api.InstancesPage
+	if err := json.Unmarshal(f.do(t, "GET", "/goreka/api/v1/instances?app=orders", "viewer:look", "").Body.Bytes(), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Instances) != 1 || page.Instances[0].ID != "i-1" || page.Revision != reg.Revision() {
+		t.Errorf("page %+v", page)
+	}
+	// Only GET routes: a write verb is refused for the read-only user and
+	// not routed for anyone.
+	expect(t, f.do(t, "DELETE", "/goreka/api/v1/instances", "viewer:look", ""), 403, "")
+	if rec := f.do(t, "POST", "/goreka/api/v1/instances", "eureka:s3cret", ""); rec.Code != 405 {
+		t.Errorf("POST: %d", rec.Code)
+	}
+}
