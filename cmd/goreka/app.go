@@ -137,6 +137,10 @@ func (a *app) onEvent(e registry.Event) {
 		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+	case registry.EventProbeStatus, registry.EventHeldStatus:
+		if e.Changed {
+			a.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		}
 	case registry.EventOverrideStored:
 		a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
 	}
