@@ -64,9 +64,9 @@ type record struct {
 
 // report is what the reports said about one instance.
 type report struct {
-	count              int
-	at                 time.Time
-	reporter, reason   string
+	count            int
+	at               time.Time
+	reporter, reason string
 }
 
 type task struct {
