@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
@@ -319,5 +321,38 @@ func TestPeriodicDownWithHysteresis(t *testing.T) {
 	w.run(time.Minute, live)
 	if status("a") != registry.StatusUp {
 		t.Fatalf("after successes: %s", status("a"))
+	}
+}
+
+// The collector exposes the lifecycle and the guard.
+func TestCollector(t *testing.T) {
+	ep := newEndpoints(t)
+	w := newWorld(t, OnSuspicion, nil)
+	ep.healthy = ep.refused
+	live, _, _ := fleet(w, ep, func(int) string { return ep.refused })
+	w.run(10*time.Minute, live)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(w.m.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			k := mf.GetName()
+			for _, l := range m.GetLabel() {
+				k += "{" + l.GetValue() + "}"
+			}
+			got[k] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for k, v := range map[string]float64{
+		"goreka_health_probe_guard_active": 1, "goreka_instances_lifecycle{held}": 40, "goreka_instances_lifecycle{up}": 60,
+		"goreka_instances_lifecycle{suspect}": 0, "goreka_instances_lifecycle{gone}": 0, "goreka_health_evictions_total": 0,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
 	}
 }

@@ -127,9 +127,10 @@ func (r *Registry) Leases(keep func(*LeaseView) bool) []LeaseView {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []LeaseView
+	var v LeaseView // one variable: keep's pointer makes it escape once, not per lease
 	for _, group := range r.apps {
 		for _, l := range group {
-			v := l.view()
+			v = l.view()
 			if keep(&v) {
 				out = append(out, v)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -34,6 +35,7 @@ type app struct {
 	reg     *registry.Registry
 	cache   *cache.Cache
 	evictor *eviction.Evictor
+	health  *health.Monitor
 	repl    *replication.Replicator
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
@@ -64,6 +66,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 			Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")})
 	}
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
+	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
 
 	self := selfInfo(cfg)
 	peers, err := replication.Peers(peerURLs(cfg), self)
@@ -89,12 +92,16 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		Logger:   log.With("component", "http"),
 		Now:      now,
 	})
+	a.srv.MountReports(server.ReporterFunc(func(app, id, reporter, reason string) (string, bool, error) {
+		out, err := a.health.Report(app, id, reporter, reason)
+		return string(out), out == health.ReportLimited, err
+	}))
 	if cfg.Dashboard.Enabled {
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
 
 	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
-	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector())
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector())
 	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
@@ -238,6 +245,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
+	wg.Go(func() { a.runLoop(ctx, "health", a.health.Run) })
 	// Replication gets its own context: at shutdown its senders stop first,
 	// then Flush sends what is still queued.
 	replCtx, replStop := context.WithCancel(ctx)
