@@ -61,6 +61,13 @@ type Config struct {
 	// how often, and down to what age, the recently-changed queue behind
 	// /apps/delta is pruned.
 	DeltaRetentionInterval, DeltaRetention time.Duration
+	// ReportHeldAsDown is goreka.eviction.report-held-as-down (false):
+	// while self-preservation holds expired leases back, each run serves
+	// them as DOWN (registry.MarkDown with DownByHeld) instead of UP, so
+	// that callers' load balancers skip them, while keeping them
+	// registered. Their next heartbeat makes them UP again; every server
+	// decides this on its own (not replicated).
+	ReportHeldAsDown bool
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -260,6 +267,12 @@ func (e *Evictor) RunOnce() []registry.InstanceKey {
 	case len(expired) == 0:
 	case !s.enabled:
 		held, reason = len(expired), "self-preservation"
+		if e.cfg.ReportHeldAsDown {
+			for _, k := range expired {
+				// Idempotent; a lease renewed or removed meanwhile is skipped.
+				_ = e.reg.MarkDown(k.App, k.ID, registry.DownByHeld, true)
+			}
+		}
 	default:
 		limit := EvictionLimit(e.reg.Size(), e.cfg.RenewalPercentThreshold)
 		n := min(len(expired), max(limit, 0))

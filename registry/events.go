@@ -22,9 +22,18 @@ const (
 	EventDeleteStatusOverride
 	EventStatusCorrected
 	EventOverrideStored
+	// EventProbeStatus is the health prober's verdict set or lifted
+	// (MarkDown with DownByProbe). It is replicated as a registration of
+	// the instance with Event.Status, so that peers serve the prober's
+	// opinion as a plain status.
+	EventProbeStatus
+	// EventHeldStatus is a lease held back by self-preservation served as
+	// DOWN, or back to UP (MarkDown with DownByHeld, or the heartbeat that
+	// ends it). Every server decides it on its own: never replicated.
+	EventHeldStatus
 )
 
-var eventNames = [...]string{"", "Register", "Cancel", "Evict", "StatusUpdate", "DeleteStatusOverride", "StatusCorrected", "OverrideStored"}
+var eventNames = [...]string{"", "Register", "Cancel", "Evict", "StatusUpdate", "DeleteStatusOverride", "StatusCorrected", "OverrideStored", "ProbeStatus", "HeldStatus"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -51,7 +60,8 @@ type Event struct {
 	Prev Status
 	// Status is the status the operation asked for: the new status of a
 	// StatusUpdate, the status after a DeleteStatusOverride (UNKNOWN when
-	// the caller named none). Peers are sent this value.
+	// the caller named none), the prober's opinion of a ProbeStatus (DOWN,
+	// or the instance's own status once lifted). Peers are sent this value.
 	Status Status
 	// Changed is false for an operation that succeeded without changing
 	// what a read returns (a status update to the status the instance

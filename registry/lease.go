@@ -35,12 +35,25 @@ type lease struct {
 	eviction   time.Time    // set once, on cancel or eviction
 	serviceUp  time.Time
 	rev        int64 // revision of the last change; under the write lock
+
+	// beat is the last heartbeat or registration, from anyone (unix
+	// nanoseconds), without the quirk of lastUpdate.
+	beat atomic.Int64
+	// direct is the last heartbeat or registration that came from the
+	// instance itself, not from a peer (unix nanoseconds; 0 if none).
+	direct atomic.Int64
+	// down is why goreka itself serves the instance as DOWN (health.go);
+	// own is the stored instance as it would be without that, set while
+	// down replaced its UP. Both under the write lock.
+	down DownCause
+	own  *Instance
 }
 
 // newLease starts a lease for in, whose LeaseInfo is defaulted.
 func newLease(in *Instance, now time.Time) *lease {
 	l := &lease{inst: in, registered: now}
 	l.lastUpdate.Store(now.UnixNano())
+	l.beat.Store(now.UnixNano())
 	return l
 }
 
@@ -49,6 +62,7 @@ func (l *lease) duration() time.Duration { return l.inst.LeaseInfo.Duration }
 // renew is Lease.renew: lastUpdate = now + duration (the quirk above).
 func (l *lease) renew(now time.Time) {
 	l.lastUpdate.Store(now.Add(l.duration()).UnixNano())
+	l.beat.Store(now.UnixNano())
 }
 
 // expired is Lease.isExpired(additionalLeaseMs).
@@ -70,5 +84,15 @@ func (l *lease) view() LeaseView {
 		RenewalInterval:       l.inst.LeaseInfo.RenewalInterval,
 		Duration:              l.inst.LeaseInfo.Duration,
 		Revision:              l.rev,
+		LastHeartbeat:         time.Unix(0, l.beat.Load()),
+		LastClientRenewal:     unixTime(l.direct.Load()),
+		DownBy:                l.down,
 	}
+}
+
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

@@ -70,7 +70,7 @@ func (r *Registry) evalStatus(in *Instance, existing *lease, fromPeer bool) Stat
 		return s
 	}
 	if !fromPeer && existing != nil {
-		if s := existing.inst.Status; s == StatusUp || s == StatusOutOfService {
+		if s := existing.ownInst().Status; s == StatusUp || s == StatusOutOfService {
 			return s
 		}
 	}

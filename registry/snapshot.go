@@ -27,7 +27,13 @@ func (r *Registry) Export() Snapshot {
 	s := Snapshot{Instances: make([]LeaseView, 0, r.size), Overrides: maps.Clone(r.overrides)}
 	for _, group := range r.apps {
 		for _, l := range group {
-			s.Instances = append(s.Instances, l.view())
+			v := l.view()
+			if l.own != nil {
+				// goreka's own DOWN (MarkDown) is not the instance's state: a
+				// restarted server judges again.
+				v.Instance, v.DownBy = l.own, 0
+			}
+			s.Instances = append(s.Instances, v)
 		}
 	}
 	r.mu.RUnlock()
@@ -105,6 +111,7 @@ func (r *Registry) Restore(s Snapshot) int {
 			l.serviceUp = now
 		}
 		l.lastUpdate.Store(now.UnixNano())
+		l.beat.Store(now.UnixNano())
 		group[id] = l
 		r.size++
 		r.counts[in.Status]++

@@ -154,6 +154,18 @@ type LeaseView struct {
 	// Revision is the registry revision of the lease's last change (0 in
 	// views that did not come from a registry, e.g. decoded from a peer).
 	Revision int64
+	// LastHeartbeat is when the lease was last renewed (or registered, or
+	// restored), by the instance or a peer: plain time, without the expiry
+	// quirk of LastRenewalTimestamp.
+	LastHeartbeat time.Time
+	// LastClientRenewal is the last heartbeat or registration this server
+	// received from the instance itself rather than from a peer; zero if
+	// none. The health prober uses it to know which instances heartbeat to
+	// this node.
+	LastClientRenewal time.Time
+	// DownBy says why goreka itself serves the instance as DOWN (MarkDown);
+	// 0 if it does not.
+	DownBy DownCause
 }
 
 // Application is one application's instances, sorted by instance id.

@@ -80,8 +80,10 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	reg := in
 	if existing != nil {
 		prev = existing.inst.Status
-		if existing.inst.LastDirtyTimestamp.After(in.LastDirtyTimestamp) {
-			reg = existing.inst.Clone()
+		// Compare with, and keep, the instance's own copy: goreka's DOWN
+		// (MarkDown) is not the instance's state.
+		if own := existing.ownInst(); own.LastDirtyTimestamp.After(in.LastDirtyTimestamp) {
+			reg = own.Clone()
 			reg.LeaseInfo = in.LeaseInfo
 		}
 	} else if r.expected > 0 {
@@ -100,7 +102,20 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	reg.LastUpdatedTimestamp = now
 	reg.IsCoordinatingDiscoveryServer = r.selfID != "" && id == r.selfID
 
+	// The prober's verdict outlives a re-registration (MarkDown); a
+	// registration ends a hold: the instance is alive.
+	var down DownCause
+	var own *Instance
+	if existing != nil {
+		down = existing.down &^ DownByHeld
+	}
+	if down != 0 && reg.Status == StatusUp && !r.operatorOverride(id) {
+		own = reg
+		reg = reg.Clone()
+		reg.Status = StatusDown
+	}
 	l := newLease(reg, now)
+	l.down, l.own = down, own
 	if existing != nil {
 		l.serviceUp = existing.serviceUp
 		r.counts[existing.inst.Status]--
@@ -109,6 +124,9 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	}
 	if reg.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
+	}
+	if !fromPeer {
+		l.direct.Store(now.UnixNano())
 	}
 	group[id] = l
 	r.counts[reg.Status]++
@@ -187,12 +205,16 @@ func (r *Registry) Renew(req RenewRequest) error {
 		r.mu.RUnlock()
 		return ErrNotFound
 	}
-	if s != in.Status {
-		// A status correction needs the write lock; rare.
+	if s != in.Status || l.down&DownByHeld != 0 {
+		// A status correction, or the end of a hold, needs the write lock;
+		// rare.
 		r.mu.RUnlock()
 		return r.renewCorrecting(app, req, now)
 	}
 	l.renew(now)
+	if !req.FromPeer {
+		l.direct.Store(now.UnixNano())
+	}
 	r.mu.RUnlock()
 
 	r.renews.inc(now)
@@ -203,13 +225,21 @@ func (r *Registry) Renew(req RenewRequest) error {
 // renewCorrecting is Renew when the rule chain changes the stored status.
 // Eureka changes it silently; goreka records a MODIFIED change (and an
 // EventStatusCorrected) so that clients applying deltas stay in step with
-// apps__hashcode.
+// apps__hashcode. A heartbeat also ends a hold (DownByHeld): the lease is
+// alive again.
 func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) error {
 	r.mu.Lock()
 	l := r.apps[app][req.ID]
 	if l == nil {
 		r.mu.Unlock()
 		return ErrNotFound
+	}
+	if l.down&DownByHeld != 0 {
+		l.down &^= DownByHeld
+		prev := l.inst.Status
+		if r.applyDownLocked(l, now) {
+			r.commitLocked(EventHeldStatus, l, prev, l.inst.Status, true, req.FromPeer)
+		}
 	}
 	old := l.inst
 	s := r.evalStatus(old, l, req.FromPeer)
@@ -228,6 +258,9 @@ func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) 
 	}
 	override := r.overrides[req.ID]
 	l.renew(now)
+	if !req.FromPeer {
+		l.direct.Store(now.UnixNano())
+	}
 	r.mu.Unlock()
 	r.deliver()
 
@@ -277,6 +310,11 @@ func (r *Registry) storeOverride(app, id string, s Status) {
 		in := l.inst.Clone()
 		in.OverriddenStatus = s
 		l.inst = in
+		if l.own != nil {
+			own := l.own.Clone()
+			own.OverriddenStatus = s
+			l.own = own
+		}
 		r.commitLocked(EventOverrideStored, l, in.Status, s, true, true)
 	}
 	r.mu.Unlock()
@@ -353,7 +391,9 @@ func (r *Registry) StatusUpdate(app, id string, s Status, lastDirty time.Time, f
 		return err
 	}
 	old := l.inst
-	changed := old.Status != s
+	// Compared with the instance's own status: an operator's DOWN over
+	// goreka's own DOWN (MarkDown) is still an override to store.
+	changed := l.ownInst().Status != s
 	if changed {
 		r.overrides[id] = s
 		r.modifyLocked(l, s, s, lastDirty, now)
@@ -399,6 +439,9 @@ func (r *Registry) modifyLocked(l *lease, status, override Status, lastDirty, no
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now
 	r.replaceLocked(l, in, now)
+	// The status is now the operator's (or the one asked for): goreka's own
+	// copy is void, MarkDown's causes decide again (applyDownLocked).
+	l.own = nil
 }
 
 // DeleteStatusOverride removes an override (deleteStatusOverride) and sets
@@ -418,6 +461,8 @@ func (r *Registry) DeleteStatusOverride(app, id string, s Status, lastDirty time
 	if had {
 		delete(r.overrides, id)
 		r.modifyLocked(l, s, StatusUnknown, lastDirty, now)
+		// Without the override, goreka's own DOWN applies again.
+		r.applyDownLocked(l, now)
 	}
 	r.commitLocked(EventDeleteStatusOverride, l, old.Status, s, had, fromPeer)
 	r.mu.Unlock()

@@ -149,7 +149,21 @@ func TestItemOfUsesTheEventOnly(t *testing.T) {
 	if _, ok := itemOf(&registry.Event{Kind: registry.EventRegister, App: "APP", ID: "x", Lease: v, FromPeer: true}); ok {
 		t.Fatal("a peer's change replicated")
 	}
-	for _, k := range []registry.EventKind{registry.EventEvict, registry.EventStatusCorrected, registry.EventOverrideStored} {
+	// The prober's verdict goes out as a registration carrying its opinion;
+	// the stored instance is not modified.
+	down := in.Clone()
+	down.Status = registry.StatusDown
+	dv := v
+	dv.Instance = down
+	it, ok = itemOf(&registry.Event{Kind: registry.EventProbeStatus, App: "APP", ID: "x", Lease: dv, Status: registry.StatusDown})
+	if !ok || it.Action != compat.ActionRegister || it.Instance.Instance.Status != registry.StatusDown || it.Status != "DOWN" {
+		t.Fatalf("probe item %+v %v", it, ok)
+	}
+	it, ok = itemOf(&registry.Event{Kind: registry.EventProbeStatus, App: "APP", ID: "x", Lease: dv, Status: registry.StatusOutOfService})
+	if !ok || it.Instance.Instance.Status != registry.StatusOutOfService || down.Status != registry.StatusDown {
+		t.Fatalf("probe item with an opinion unlike the stored status: %+v", it)
+	}
+	for _, k := range []registry.EventKind{registry.EventEvict, registry.EventStatusCorrected, registry.EventOverrideStored, registry.EventHeldStatus} {
 		if _, ok := itemOf(&registry.Event{Kind: k, App: "APP", ID: "x", Lease: v}); ok {
 			t.Fatalf("%s replicated", k)
 		}

@@ -203,6 +203,19 @@ func itemOf(e *registry.Event) (compat.ReplicationItem, bool) {
 		v := e.Lease
 		it.Instance = &v
 		it.Status = string(in.Status)
+	case registry.EventProbeStatus:
+		// The prober's opinion travels as the registration a peer would get
+		// from a client whose own health check flipped its status: Java
+		// peers need nothing new, and a peer holds no verdict of its own.
+		it.Action = compat.ActionRegister
+		v := e.Lease
+		if v.Instance.Status != e.Status {
+			c := v.Instance.Clone()
+			c.Status = e.Status
+			v.Instance = c
+		}
+		it.Instance = &v
+		it.Status = string(e.Status)
 	case registry.EventStatusUpdate:
 		it.Action = compat.ActionStatusUpdate
 		it.Status = string(e.Status)

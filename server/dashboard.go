@@ -71,6 +71,33 @@ type DashboardData struct {
 	GeneralInfo [][2]string
 	// InstanceInfo are the rows of "Instance Info" (ipAddr, status).
 	InstanceInfo [][2]string
+
+	// HealthAlert is the health probes' guard banner, "" for none.
+	HealthAlert string
+	// Lifecycle counts the instances per lifecycle state (up, suspect,
+	// held, gone), in display order; nil hides the section.
+	Lifecycle []DashboardCount
+	// LifecycleInstances are the instances worth a look (held, suspect,
+	// gone, probed or reported first), LifecycleMore how many are left out.
+	LifecycleInstances []DashboardLifecycle
+	LifecycleMore      int
+}
+
+// DashboardCount is one state's count.
+type DashboardCount struct {
+	State string `json:"state"`
+	Count int    `json:"count"`
+}
+
+// DashboardLifecycle is one instance's lifecycle row.
+type DashboardLifecycle struct {
+	App           string `json:"app"`
+	ID            string `json:"instanceId"`
+	State         string `json:"state"`
+	Status        string `json:"status"`
+	LastHeartbeat string `json:"lastHeartbeat"` // for gone: when it went
+	LastProbe     string `json:"lastProbe"`     // "" if never: "2026-... MST: HTTP 503 (2 failures)"
+	Note          string `json:"note"`          // DOWN by probe reason, last report
 }
 
 // DashboardPeer is one peer's replication health.
@@ -487,6 +514,10 @@ type dashboardJSON struct {
 	InstanceInfo            [][2]string   `json:"instanceInfo"`
 	Applications            []appJSON     `json:"applications"`
 	Instances               int           `json:"instances"`
+
+	HealthAlert        string               `json:"healthAlert,omitempty"`
+	Lifecycle          []DashboardCount     `json:"lifecycle,omitempty"`
+	LifecycleInstances []DashboardLifecycle `json:"lifecycleInstances,omitempty"`
 }
 
 type replicaJSON struct {
@@ -510,6 +541,7 @@ func (v pageView) JSON() dashboardJSON {
 		Replicas: []replicaJSON{}, Peers: v.Peers, GeneralInfo: v.General, InstanceInfo: d.InstanceInfo,
 		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances,
 	}
+	j.HealthAlert, j.Lifecycle, j.LifecycleInstances = d.HealthAlert, d.Lifecycle, d.LifecycleInstances
 	if j.Peers == nil {
 		j.Peers = []peerView{}
 	}

@@ -368,3 +368,19 @@ func TestRootRel(t *testing.T) {
 		}
 	}
 }
+
+// The lifecycle section and the probe guard's banner show what the source
+// gives, escaped, in the page and the live data.
+func TestDashboardLifecycle(t *testing.T) {
+	d := fixedData()
+	d.HealthAlert = "HEALTH PROBES SUSPENDED"
+	d.Lifecycle = []DashboardCount{{"up", 60}, {"suspect", 1}, {"held", 20}, {"gone", 20}}
+	d.LifecycleInstances = []DashboardLifecycle{{App: "SVC", ID: "a<b", State: "held", Status: "UP",
+		LastHeartbeat: "2026-03-01 12:00:00 UTC", LastProbe: "2026-03-01 12:05:00 UTC: HTTP 200", Note: "DOWN by probe: 3 failures, connection refused"}}
+	s := newDashServer(t, fixedRegistry(t), "/", d)
+	body := get(t, s, "/").Body.String()
+	mustContain(t, body, `<div id="healthAlert">`, "HEALTH PROBES SUSPENDED", "<h2>Instance lifecycle</h2>",
+		"<b>held</b> 20", "a&lt;b", "DOWN by probe: 3 failures, connection refused")
+	api := get(t, s, dashboardAPIPath).Body.String()
+	mustContain(t, api, `"healthAlert":"HEALTH PROBES SUSPENDED"`, `{"state":"held","count":20}`, `"note":"DOWN by probe: 3 failures, connection refused"`)
+}

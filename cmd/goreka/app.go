@@ -15,6 +15,7 @@ import (
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -34,6 +35,7 @@ type app struct {
 	reg     *registry.Registry
 	cache   *cache.Cache
 	evictor *eviction.Evictor
+	health  *health.Monitor
 	repl    *replication.Replicator
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
@@ -64,6 +66,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
 	}
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
+	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
 
 	self := selfInfo(cfg)
 	peers, err := replication.Peers(peerURLs(cfg), self)
@@ -93,12 +96,16 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if cfg.Goreka.ConsulAPI {
 		a.srv.MountConsulAPI(a.api)
 	}
+	a.srv.MountReports(server.ReporterFunc(func(app, id, reporter, reason string) (string, bool, error) {
+		out, err := a.health.Report(app, id, reporter, reason)
+		return string(out), out == health.ReportLimited, err
+	}))
 	if cfg.Dashboard.Enabled {
 		a.srv.MountDashboard(cfg.Dashboard.Path, a)
 	}
 
 	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
-	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector())
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector())
 	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
@@ -144,6 +151,10 @@ func (a *app) onEvent(e registry.Event) {
 		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+	case registry.EventProbeStatus, registry.EventHeldStatus:
+		if e.Changed {
+			a.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		}
 	case registry.EventOverrideStored:
 		a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
 	}
@@ -226,6 +237,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
+	wg.Go(func() { a.runLoop(ctx, "health", a.health.Run) })
 	// Replication gets its own context: at shutdown its senders stop first,
 	// then Flush sends what is still queued.
 	replCtx, replStop := context.WithCancel(ctx)

@@ -1,9 +1,17 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 )
+
+// lifecycleRows is how many instances the dashboard lists in its lifecycle
+// section (counts are always complete).
+const lifecycleRows = 500
 
 // DashboardData feeds the dashboard (server.DashboardSource): configuration,
 // the eviction job's self-preservation state, replication health and the
@@ -47,5 +55,38 @@ func (a *app) DashboardData() server.DashboardData {
 			LastSuccess: ps.LastSuccess, LastError: ps.LastError, LastErrorAt: ps.LastErrorAt,
 		})
 	}
+	a.dashboardHealth(&d)
 	return d
+}
+
+// dashboardHealth adds the lifecycle and the probe guard's banner.
+func (a *app) dashboardHealth(d *server.DashboardData) {
+	d.HealthAlert = a.health.Status().Alert
+	lc := a.health.Lifecycle(lifecycleRows)
+	for _, st := range health.States {
+		d.Lifecycle = append(d.Lifecycle, server.DashboardCount{State: string(st), Count: lc.Counts[st]})
+	}
+	d.LifecycleMore = lc.Truncated
+	const f = "2006-01-02 15:04:05 MST"
+	for _, e := range lc.Entries {
+		row := server.DashboardLifecycle{App: e.App, ID: e.ID, State: string(e.State), Status: string(e.Status),
+			LastHeartbeat: e.LastHeartbeat.Format(f)}
+		if p := e.Probe; p != nil {
+			if !p.LastAt.IsZero() {
+				row.LastProbe = fmt.Sprintf("%s: %s", p.LastAt.Format(f), p.Last.Detail)
+				if p.Failures > 1 {
+					row.LastProbe += fmt.Sprintf(" (%d failures)", p.Failures)
+				}
+			}
+			row.Note = p.DownReason
+			if p.Reports > 0 {
+				if row.Note != "" {
+					row.Note += "; "
+				}
+				row.Note += fmt.Sprintf("%d report(s), last %s ago from %s: %s", p.Reports,
+					d.Now.Sub(p.LastReport).Round(time.Second), p.Reporter, p.Reason)
+			}
+		}
+		d.LifecycleInstances = append(d.LifecycleInstances, row)
+	}
 }

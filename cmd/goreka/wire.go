@@ -8,6 +8,7 @@ import (
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -51,10 +52,33 @@ func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) 
 	c.DeltaRetentionInterval = es.DeltaRetentionTimerInterval
 	c.DeltaRetention = es.RetentionTimeInDeltaQueue
 	c.DefaultOpenForTrafficCount = cfg.Instance.DefaultOpenForTrafficCount
+	c.ReportHeldAsDown = cfg.Goreka.Eviction.ReportHeldAsDown
 	// Shorter than a peer's read timeout: goreka peers starting together
 	// each hold the others' sync reads, and must refuse them before the
 	// reader gives up on its own.
 	c.SyncReadWait = es.PeerNodeReadTimeout / 2
+	c.Now = now
+	c.Logger = log
+	return c
+}
+
+func healthConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) health.Config {
+	h := cfg.Goreka.Health
+	c := health.Default()
+	c.Enabled = h.Enabled
+	c.Mode = health.Mode(h.Mode)
+	c.Interval = h.Interval
+	c.Timeout = h.Timeout
+	c.Concurrency = h.Concurrency
+	c.Jitter = h.Jitter
+	c.Budget = float64(h.Budget)
+	c.FailuresToEvict = h.FailuresToEvict
+	c.FailuresToDown = h.FailuresToDown
+	c.SuccessesToUp = h.SuccessesToUp
+	c.MaxFailingPercent = float64(h.MaxFailingPercent)
+	c.Window = h.Window
+	c.ReportInterval = h.ReportInterval
+	c.ReportsPerMinute = h.ReportsPerMinute
 	c.Now = now
 	c.Logger = log
 	return c

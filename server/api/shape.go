@@ -191,6 +191,8 @@ var kindNames = map[registry.EventKind]string{
 	registry.EventDeleteStatusOverride: "delete-status-override",
 	registry.EventStatusCorrected:      "status-corrected",
 	registry.EventOverrideStored:       "override-stored",
+	registry.EventProbeStatus:          "probe-status",
+	registry.EventHeldStatus:           "held-status",
 }
 
 // ChangeOf is the plain shape of an event.

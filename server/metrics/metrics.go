@@ -171,7 +171,7 @@ func (m *Metrics) OnEvent(e registry.Event) {
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		m.statusChanges[r].Inc()
 		m.move(e.App, e.Prev, next)
-	case registry.EventStatusCorrected:
+	case registry.EventStatusCorrected, registry.EventProbeStatus, registry.EventHeldStatus:
 		m.move(e.App, e.Prev, next)
 	}
 }
