@@ -8,39 +8,25 @@ import (
 	"github.com/goreka/goreka/registry"
 )
 
-// State is an instance's place in the lifecycle.
-type State string
+// State is an instance's place in the lifecycle (registry.Lifecycle).
+type State = registry.Lifecycle
 
 // The lifecycle states.
 const (
-	// Up: heartbeating.
-	Up State = "up"
-	// Suspect: missed heartbeats (more than two renewal intervals since the
-	// last one), lease not expired.
-	Suspect State = "suspect"
-	// Held: lease expired, kept registered (by self-preservation, or by the
-	// eviction limit until the next run).
-	Held State = "held"
-	// Gone: cancelled or evicted within the last GoneFor.
-	Gone State = "gone"
+	Up      = registry.LifecycleUp
+	Suspect = registry.LifecycleSuspect
+	Held    = registry.LifecycleHeld
+	Gone    = registry.LifecycleGone
 )
 
 // States lists the states in display order.
-var States = []State{Up, Suspect, Held, Gone}
+var States = registry.Lifecycles
 
 // GoneFor is how long a removed instance is shown as gone.
 const GoneFor = 15 * time.Minute
 
 // StateOf is the lifecycle state of a registered lease at now.
-func StateOf(v *registry.LeaseView, now time.Time) State {
-	switch {
-	case v.IsExpired(now, 0):
-		return Held
-	case now.Sub(v.LastHeartbeat) > 2*v.RenewalInterval:
-		return Suspect
-	}
-	return Up
-}
+func StateOf(v *registry.LeaseView, now time.Time) State { return v.Lifecycle(now) }
 
 // Probe is what the monitor knows of one instance's probes and reports.
 type Probe struct {

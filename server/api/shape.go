@@ -15,44 +15,27 @@ import (
 //     the lease not yet expired;
 //   - "held": the lease has expired but the instance is still registered
 //     (self-preservation, or lease expiration switched off, keeps it).
-type Lifecycle string
+type Lifecycle = registry.Lifecycle
 
-// The lifecycles.
+// The lifecycles the API filters by.
 const (
-	LifecycleUp      Lifecycle = "up"
-	LifecycleSuspect Lifecycle = "suspect"
-	LifecycleHeld    Lifecycle = "held"
+	LifecycleUp      = registry.LifecycleUp
+	LifecycleSuspect = registry.LifecycleSuspect
+	LifecycleHeld    = registry.LifecycleHeld
 )
 
+// parseLifecycle accepts the states a registered instance can be in.
 func parseLifecycle(s string) (Lifecycle, bool) {
-	switch l := Lifecycle(s); l {
-	case LifecycleUp, LifecycleSuspect, LifecycleHeld:
-		return l, true
-	}
-	return "", false
+	l, ok := registry.ParseLifecycle(s)
+	return l, ok && l != registry.LifecycleGone
 }
 
 // LastHeartbeat is when the lease was last renewed (its registration if it
-// never was). Eureka stores a renewed lease's lastUpdateTimestamp as renew
-// time + duration (registry/lease.go), so the heartbeat is that minus the
-// duration.
-func LastHeartbeat(v registry.LeaseView) time.Time {
-	if v.LastRenewalTimestamp.After(v.RegistrationTimestamp) {
-		return v.LastRenewalTimestamp.Add(-v.Duration)
-	}
-	return v.RegistrationTimestamp
-}
+// never was).
+func LastHeartbeat(v registry.LeaseView) time.Time { return v.LastHeartbeat }
 
 // LifecycleOf derives the lifecycle of a live lease at now.
-func LifecycleOf(v registry.LeaseView, now time.Time) Lifecycle {
-	switch {
-	case v.IsExpired(now, 0):
-		return LifecycleHeld
-	case now.Sub(LastHeartbeat(v)) > 2*v.RenewalInterval:
-		return LifecycleSuspect
-	}
-	return LifecycleUp
-}
+func LifecycleOf(v registry.LeaseView, now time.Time) Lifecycle { return v.Lifecycle(now) }
 
 // Instance is the plain JSON shape of one instance (documented in
 // README.md, "Tools"). Timestamps are RFC 3339 in UTC; empty ones are left
