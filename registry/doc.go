@@ -21,8 +21,11 @@
 //     its own included, before its call returns — so a caller that got an
 //     answer from Register knows its listeners have seen the change);
 //   - outside the registry's lock, so a listener may read the registry, but
-//     it must not call a registry write method (that would deadlock on the
-//     delivery lock) and must not block: listeners are on the writers' path.
+//     it must not call a registry write method, Subscribe or
+//     Subscription.Close (they take the delivery lock: a deadlock) and must
+//     not block: listeners are on the writers' path. A panicking listener
+//     does not cost the others their changes: the batch is delivered, then
+//     the panic goes on to the writer;
 //     A listener that needs slow work (a network write, a watch client)
 //     uses Subscribe instead;
 //   - self-contained: kind, revision, the stored lease view after the change
@@ -38,10 +41,14 @@
 // either sees every change after its start revision, in order, or is told
 // that it has not.
 //
-// Heartbeats that change nothing are not changes: they carry no revision and
-// are reported through Options.OnRenew, synchronously and concurrently (the
-// renew path holds only the read lock). A heartbeat that makes the rule
-// chain correct the stored status is a change (EventStatusCorrected) as well.
+// Heartbeats that change nothing are not changes: they carry no revision of
+// their own and are reported through Options.OnRenew, synchronously and
+// concurrently (the renew path holds only the read lock), so they are not
+// ordered with changes. Renewal.Revision names the lease's last change at
+// the renew, which lets a listener tell a heartbeat that overtook that
+// change (replication holds such a heartbeat back). A heartbeat that makes
+// the rule chain correct the stored status is a change (EventStatusCorrected)
+// as well.
 //
 // # Immutability
 //

@@ -86,6 +86,11 @@ type Renewal struct {
 	// heartbeat; "" if there is none.
 	OverriddenStatus Status
 	FromPeer         bool
+	// Revision is the revision of the lease's last change at the renew.
+	// Heartbeats are not ordered with changes (they run concurrently under
+	// the read lock): a listener that must not let a heartbeat overtake the
+	// change it saw compares this with the last revision it handled.
+	Revision int64
 }
 
 // LaggedError ends a Subscription whose consumer fell behind by more than
@@ -178,24 +183,23 @@ func (r *Registry) Revision() int64 {
 	return r.rev
 }
 
-// record gives e the next revision and queues it for delivery. The caller
-// holds the write lock.
-func (r *Registry) record(e Event) {
-	r.rev++
-	e.Revision = r.rev
-	r.pendMu.Lock()
-	r.pending = append(r.pending, e)
-	r.pendMu.Unlock()
-}
-
 // deliver hands the pending changes to the listeners in revision order. The
 // caller must not hold r.mu. Whoever holds the delivery lock delivers for
 // everyone; a writer that returns from deliver knows that its own change,
 // queued before the call, has been delivered.
 func (r *Registry) deliver() {
+	// Everything committed before this call, the caller's own change
+	// included, is delivered when it returns; what is committed meanwhile
+	// is its writers' to deliver, so no writer delivers for others without
+	// bound under a steady stream of writes.
+	upTo := r.committed.Load()
+	if r.delivered.Load() >= upTo {
+		return
+	}
 	r.deliverMu.Lock()
 	defer r.deliverMu.Unlock()
-	for {
+	var failure any
+	for r.delivered.Load() < upTo {
 		// Swap the queue for the spare buffer (both reused: no allocation
 		// per change once they have grown).
 		r.pendMu.Lock()
@@ -203,18 +207,31 @@ func (r *Registry) deliver() {
 		r.pending = r.spare[:0]
 		r.pendMu.Unlock()
 		r.spare = batch[:0]
-		if len(batch) == 0 {
-			return
-		}
 		for i := range batch {
 			e := &batch[i]
 			if r.onEvent != nil {
-				r.onEvent(*e)
+				if p := r.call(e); p != nil && failure == nil {
+					failure = p
+				}
 			}
 			r.feed(e)
+			r.delivered.Store(e.Revision)
 			*e = Event{} // drop the references before the buffer is reused
 		}
 	}
+	if failure != nil {
+		// A listener's bug must not cost the other listeners and the
+		// subscribers their changes: the whole batch was delivered; now
+		// the panic goes on to the writer (gin's recovery answers 500).
+		panic(failure)
+	}
+}
+
+// call runs the listener and returns what it panicked with, if anything.
+func (r *Registry) call(e *Event) (p any) {
+	defer func() { p = recover() }()
+	r.onEvent(*e)
+	return nil
 }
 
 // feed sends e to every subscriber that started before it, ending those

@@ -241,3 +241,104 @@ func TestSubscribeAndLag(t *testing.T) {
 	}
 	mustRegister(t, r, inst("svc", "z", StatusUp), false) // no subscriber left: nothing blocks
 }
+
+// A subscription that starts while a change at or below its start revision
+// is still waiting for delivery does not receive it: its view (any read
+// after Subscribe) already holds it.
+func TestSubscribeSkipsChangesAtOrBelowItsStart(t *testing.T) {
+	r := New(Options{})
+	mustRegister(t, r, inst("svc", "a", StatusUp), false)
+	// Commit a change without delivering it yet (what a writer between its
+	// unlock and its delivery looks like).
+	r.mu.Lock()
+	l := r.apps["SVC"]["a"]
+	r.commitLocked(EventStatusUpdate, l, StatusUp, StatusUp, false, false)
+	r.mu.Unlock()
+	s := r.Subscribe(4)
+	if s.Start() != 2 {
+		t.Fatalf("start %d, want 2", s.Start())
+	}
+	r.deliver()
+	mustRegister(t, r, inst("svc", "b", StatusUp), false)
+	if e := <-s.Events(); e.Revision != 3 {
+		t.Fatalf("first event revision %d, want 3", e.Revision)
+	}
+}
+
+// A listener that panics does not cost the other changes of the batch, nor
+// the subscribers, their delivery; the panic reaches the writer.
+func TestPanickingListenerDoesNotLoseChanges(t *testing.T) {
+	var seen []int64
+	r := New(Options{OnEvent: func(e Event) {
+		seen = append(seen, e.Revision)
+		if e.Revision == 2 {
+			panic("listener bug")
+		}
+	}})
+	s := r.Subscribe(8)
+	mustRegister(t, r, inst("svc", "a", StatusUp), false)
+	// Two changes pending at once; the first one's listener call panics.
+	r.mu.Lock()
+	l := r.apps["SVC"]["a"]
+	r.commitLocked(EventStatusUpdate, l, StatusUp, StatusUp, false, false)
+	r.commitLocked(EventStatusUpdate, l, StatusUp, StatusUp, false, false)
+	r.mu.Unlock()
+	func() {
+		defer func() {
+			if p := recover(); p != "listener bug" {
+				t.Fatalf("recovered %v", p)
+			}
+		}()
+		r.deliver()
+	}()
+	if fmt.Sprint(seen) != "[1 2 3]" {
+		t.Fatalf("listener saw %v", seen)
+	}
+	for want := int64(1); want <= 3; want++ {
+		if e := <-s.Events(); e.Revision != want {
+			t.Fatalf("subscriber got %d, want %d", e.Revision, want)
+		}
+	}
+	mustRegister(t, r, inst("svc", "b", StatusUp), false) // delivery goes on
+	if seen[len(seen)-1] != 4 {
+		t.Fatalf("after the panic: %v", seen)
+	}
+}
+
+// A peer's copy is adopted only while the local lease is still the one the
+// refused heartbeat was about.
+func TestAdoptOnlyTheSameLease(t *testing.T) {
+	r := New(Options{})
+	mustRegister(t, r, inst("svc", "a", StatusUp), false)
+	v, _ := r.Get("svc", "a")
+	peer := *v.Instance.Clone()
+	peer.Status = StatusDown
+	peer.LastDirtyTimestamp = peer.LastDirtyTimestamp.Add(time.Minute)
+	pv := v
+	pv.Instance = &peer
+	if err := r.StatusUpdate("svc", "a", StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Adopt(pv, v.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Get("svc", "a"); got.Instance.Status != StatusOutOfService {
+		t.Fatalf("a newer local change was undone: %s", got.Instance.Status)
+	}
+	cur, _ := r.Get("svc", "a")
+	if err := r.Adopt(pv, cur.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Get("svc", "a"); got.Instance.LastDirtyTimestamp != peer.LastDirtyTimestamp {
+		t.Fatalf("the same lease's copy not adopted: %+v", got.Instance)
+	}
+	if err := r.Cancel("svc", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Adopt(pv, cur.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Get("svc", "a"); ok {
+		t.Fatal("a cancelled instance was brought back")
+	}
+}

@@ -61,6 +61,8 @@ type Registry struct {
 	deliverMu sync.Mutex
 	spare     []Event // guarded by deliverMu
 	subs      []*Subscription
+	committed atomic.Int64 // revision of the last change queued for delivery
+	delivered atomic.Int64 // revision of the last change delivered
 
 	versionDelta atomic.Int64
 	renews       rate

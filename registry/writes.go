@@ -20,6 +20,7 @@ func (r *Registry) commitLocked(kind EventKind, l *lease, prev, asked Status, ch
 	r.pendMu.Lock()
 	r.pending = append(r.pending, e)
 	r.pendMu.Unlock()
+	r.committed.Store(r.rev)
 }
 
 // prepare normalises and validates a registration outside the lock and
@@ -142,7 +143,14 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 // copy is registered as a peer's. Nothing is replicated. With
 // IgnoreDirtyTimestamps it does nothing: this server does not compare
 // copies.
-func (r *Registry) Adopt(v LeaseView) error {
+//
+// ifRevision, when not 0, is the revision of the local lease the refused
+// heartbeat was sent for (Renewal.Revision): if the lease is gone or has
+// changed since (a cancel, an override removal still on its way to the
+// peer), the peer's answer is about a copy that no longer exists here, and
+// adopting it would undo the newer change; Adopt then does nothing.
+// Eureka registers the peer's copy unconditionally.
+func (r *Registry) Adopt(v LeaseView, ifRevision int64) error {
 	if !r.syncTS || v.Instance == nil {
 		return nil
 	}
@@ -153,6 +161,12 @@ func (r *Registry) Adopt(v LeaseView) error {
 		return err
 	}
 	r.mu.Lock()
+	if ifRevision != 0 {
+		if l := r.apps[in.App][in.ID()]; l == nil || l.rev != ifRevision {
+			r.mu.Unlock()
+			return nil
+		}
+	}
 	if s := in.OverriddenStatus; s != "" && s != StatusUnknown {
 		r.overrides[in.ID()] = s
 	}
@@ -199,6 +213,7 @@ func (r *Registry) Renew(req RenewRequest) error {
 		return ErrNotFound
 	}
 	in := l.inst
+	rev := l.rev
 	s := r.evalStatus(in, l, req.FromPeer)
 	override := r.overrides[req.ID]
 	if s == StatusUnknown {
@@ -218,7 +233,7 @@ func (r *Registry) Renew(req RenewRequest) error {
 	r.mu.RUnlock()
 
 	r.renews.inc(now)
-	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer})
+	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer, Revision: rev})
 	return r.checkDirty(app, req, in)
 }
 
@@ -257,6 +272,7 @@ func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) 
 		r.commitLocked(EventStatusCorrected, l, old.Status, "", true, req.FromPeer)
 	}
 	override := r.overrides[req.ID]
+	rev := l.rev
 	l.renew(now)
 	if !req.FromPeer {
 		l.direct.Store(now.UnixNano())
@@ -265,7 +281,7 @@ func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) 
 	r.deliver()
 
 	r.renews.inc(now)
-	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer})
+	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer, Revision: rev})
 	return r.checkDirty(app, req, in)
 }
 

@@ -114,8 +114,9 @@ func TestReregisterNeverOvertakesANewerChange(t *testing.T) {
 		t.Fatalf("after a 404: %q", got)
 	}
 
-	// The queue has seen only revision 1; a status change at revision 2
-	// that it has not been told of yet must not be overtaken.
+	// Pretend the queue has not been told of the registration (revision 1)
+	// yet: the copy belongs to a change still being delivered, and a
+	// Register built from it must not overtake that change.
 	p.mu.Lock()
 	p.q, p.seen = newQueue(100), 0
 	p.mu.Unlock()
@@ -180,4 +181,36 @@ func wiredNoRun(t *testing.T, clk *clocktest.Clock) (*registry.Registry, *Replic
 		OnRenew: func(rn registry.Renewal) { rep.OnRenew(rn) }})
 	rep = New(Config{Now: clk.Now, Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, "http://127.0.0.1:1/eureka/")})
 	return reg, rep
+}
+
+// A heartbeat that read a lease whose last change the peer's queue has not
+// seen yet is held back: queued, it would reach the peer before the change.
+func TestHeartbeatNeverOvertakesItsChange(t *testing.T) {
+	clk := clocktest.New(time.UnixMilli(1_000_000))
+	reg, rep := wiredNoRun(t, clk)
+	p := rep.peers[0]
+	in, err := reg.Register(instance("APP", "a", clk.Now()), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.q, p.seen = newQueue(100), 0 // the Register (revision 1) not yet queued
+	p.mu.Unlock()
+	rep.OnRenew(registry.Renewal{App: "APP", ID: "a", Instance: in, Revision: 1})
+	if got := queued(p); len(got) != 0 {
+		t.Fatalf("heartbeat queued before its change: %q", got)
+	}
+	if st := rep.Status()[0]; st.HeldBack != 1 {
+		t.Fatalf("held back %d, want 1", st.HeldBack)
+	}
+	p.mu.Lock()
+	p.seen = 1
+	p.mu.Unlock()
+	rep.OnRenew(registry.Renewal{App: "APP", ID: "a", Instance: in, Revision: 1})
+	if got := queued(p); !slices.Equal(got, []string{"Heartbeat/a:UP"}) {
+		t.Fatalf("heartbeat after its change: %q", got)
+	}
+	if rev := p.q.head.rev; rev != 1 {
+		t.Fatalf("heartbeat task revision %d, want 1", rev)
+	}
 }

@@ -10,6 +10,7 @@ import (
 type task struct {
 	inst     instanceKey
 	item     compat.ReplicationItem
+	rev      int64     // heartbeats: the lease revision they were sent for
 	enqueued time.Time // when the task joined the queue
 	expires  time.Time
 
@@ -88,7 +89,7 @@ func (q *queue) unlink(t *task) {
 func (q *queue) push(t *task) (coalesced bool, dropped int) {
 	t.inst = keyOf(&t.item)
 	if l := q.last[t.inst]; l != nil && l.item.Action == t.item.Action && coalesces(t.item.Action) {
-		l.item, l.expires = t.item, t.expires
+		l.item, l.rev, l.expires = t.item, t.rev, t.expires
 		return true, 0
 	}
 	for q.n >= q.max && q.head != nil {

@@ -44,7 +44,7 @@ type peerState struct {
 type counters struct {
 	batches, items                                   uint64
 	congestion, network, rejected, badResp, itemFail uint64
-	dropped, expired, coalesced                      uint64
+	dropped, expired, coalesced, heldBack            uint64
 	lastSuccess, lastErrAt, backoffUntil             time.Time
 	lastErr                                          string
 }
@@ -126,6 +126,10 @@ func (r *Replicator) OnEvent(e registry.Event) {
 
 // OnRenew queues a heartbeat for every peer (a registry OnRenew hook, called
 // concurrently by renewing requests). Heartbeats from peers are not sent on.
+// Heartbeats are not ordered with changes: one that read a lease whose last
+// change this peer's queue has not seen yet (rn.Revision > seen) would
+// overtake that change, and is not queued for that peer; the change's own
+// task carries the newer state, and the next heartbeat follows it.
 func (r *Replicator) OnRenew(rn registry.Renewal) {
 	if rn.FromPeer || len(r.peers) == 0 || rn.Instance == nil {
 		return
@@ -136,7 +140,15 @@ func (r *Replicator) OnRenew(rn registry.Renewal) {
 	now := r.cfg.Now()
 	exp := now.Add(r.ttl(it.Action, rn.Instance))
 	for _, p := range r.peers {
-		p.enqueue(&task{item: it, enqueued: now, expires: exp})
+		p.mu.Lock()
+		if rn.Revision > p.seen {
+			p.st.heldBack++
+			p.mu.Unlock()
+			continue
+		}
+		p.pushLocked(&task{item: it, rev: rn.Revision, enqueued: now, expires: exp})
+		p.mu.Unlock()
+		p.wakeUp()
 	}
 }
 
@@ -331,7 +343,7 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 		p.mu.Lock()
 		p.st.itemFail++
 		p.mu.Unlock()
-		r.handleItemFailure(p, items[i], resp)
+		r.handleItemFailure(p, items[i], batch[i].rev, resp)
 	}
 	return 0, nil
 }
@@ -400,8 +412,11 @@ func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duratio
 // handleItemFailure is Eureka's PeerEurekaNode handling of a failed item:
 // a heartbeat the peer does not know (404) is answered with a register of
 // the local copy; a heartbeat the peer knows better (409 with its copy)
-// makes this server adopt the peer's copy, locally only.
-func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, resp compat.ReplicationResponse) {
+// makes this server adopt the peer's copy, locally only, provided the local
+// lease is still the one the heartbeat was sent for (rev, see
+// registry.Adopt): a cancel or override removal made since must not be
+// undone by the peer's older view.
+func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, rev int64, resp compat.ReplicationResponse) {
 	p.log.Debug("peer refused item", "action", string(it.Action), "app", it.AppName, "instance", it.ID, "status", resp.StatusCode)
 	if it.Action != compat.ActionHeartbeat {
 		return
@@ -415,7 +430,7 @@ func (r *Replicator) handleItemFailure(p *peerState, it compat.ReplicationItem, 
 	}
 	// syncInstancesIfTimestampDiffers; the registry decides whether this
 	// server adopts peers' copies at all (sync-when-timestamp-differs).
-	if err := r.reg.Adopt(*resp.Entity); err != nil {
+	if err := r.reg.Adopt(*resp.Entity, rev); err != nil {
 		p.log.Warn("cannot adopt peer's copy", "app", it.AppName, "instance", it.ID, "err", err)
 	}
 }
@@ -507,6 +522,7 @@ type PeerStatus struct {
 	Dropped     uint64 // tasks dropped: queue full or batch not retryable
 	Expired     uint64 // tasks that outlived their expiry while queued
 	Coalesced   uint64 // tasks folded into the instance's last pending task of the same action
+	HeldBack    uint64 // heartbeats not queued because they overtook a change not yet queued
 	LastSuccess time.Time
 	LastError   string
 	LastErrorAt time.Time
@@ -528,7 +544,7 @@ func (r *Replicator) Status() []PeerStatus {
 			BatchesSent: p.st.batches, ItemsSent: p.st.items,
 			Failures: Failures{Congestion: p.st.congestion, Network: p.st.network, Rejected: p.st.rejected,
 				BadResponse: p.st.badResp, Items: p.st.itemFail},
-			Dropped: p.st.dropped, Expired: p.st.expired, Coalesced: p.st.coalesced,
+			Dropped: p.st.dropped, Expired: p.st.expired, Coalesced: p.st.coalesced, HeldBack: p.st.heldBack,
 			LastSuccess: p.st.lastSuccess, LastError: p.st.lastErr, LastErrorAt: p.st.lastErrAt,
 		}
 		if o := p.q.oldest(); !o.IsZero() {

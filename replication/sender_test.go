@@ -135,6 +135,39 @@ func TestHeartbeat409AdoptsPeerCopy(t *testing.T) {
 	}
 }
 
+// A peer's 409 is about the lease the heartbeat was sent for: when this
+// server cancelled the instance (or changed it) while the heartbeat was on
+// its way, adopting the peer's older view would undo that, so it is not.
+func TestHeartbeat409NotAdoptedAfterALocalChange(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
+	reg, rep := wired(t, Config{Now: clk.Now}, fake)
+	reg.Register(instance("APP", "a", clk.Now()), false)
+	newer := instance("APP", "a", clk.Now().Add(time.Minute))
+	newer.Status = registry.StatusDown
+	fake.Registry().Register(newer, true)
+	rep.peers[0].q.take(10, clk.Now())
+	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
+	// The local cancel happens after the heartbeat was queued; its own task
+	// is dropped here so that only the heartbeat's answer matters.
+	if err := reg.Cancel("APP", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	p := rep.peers[0]
+	p.mu.Lock()
+	hb := p.q.head
+	p.q = newQueue(100)
+	p.q.push(hb)
+	p.mu.Unlock()
+	if _, err := send(t, rep); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := reg.Get("APP", "a"); ok {
+		t.Fatalf("cancelled instance brought back by a 409: %+v", v.Instance)
+	}
+}
+
 // The peer's newer copy carries an override that differs from ours: ours is
 // replaced before the copy is adopted (syncInstancesIfTimestampDiffers), so
 // the adopted status follows the peer's override.

@@ -386,7 +386,7 @@ func TestOpsRenewDoesNotAllocate(t *testing.T) {
 
 func opsRenewServer(tb testing.TB) (*Server, *http.Request) {
 	m := metrics.New(metrics.Sources{})
-	reg := registry.New(registry.Options{OnEvent: m.OnEvent})
+	reg := registry.New(registry.Options{OnEvent: m.OnEvent, OnRenew: m.OnRenew})
 	srv := New(Config{}, Deps{Registry: reg})
 	srv.EnableOps(OpsConfig{Metrics: m, Auth: AuthConfig{User: "eureka", Password: "s3cret"}})
 	in := &registry.Instance{InstanceID: "i-1", HostName: "h", App: "ORDERS", IPAddr: "10.0.0.1", Status: registry.StatusUp,
