@@ -34,6 +34,12 @@
 // its own cancel. goreka only lets an instance's last pending task absorb a
 // newer one of the same idempotent action (heartbeat, register, cancel), so
 // a steady cluster of N instances still needs about N entries per peer.
+// Heartbeats come concurrently, not in revision order: a heartbeat that read
+// a lease whose last change the queue has not seen yet is not queued (it
+// would overtake that change; counted as held back), and a peer's 409 to a
+// heartbeat is adopted only while the local lease is still the one the
+// heartbeat was sent for (registry.Adopt), so it never undoes a newer local
+// cancel or override removal.
 // When the queue is full the oldest task is dropped and counted: a dead
 // peer costs a fixed amount of memory (and what it missed comes back
 // through heartbeats that 404 and re-register).
