@@ -26,6 +26,9 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 ./...
+	# Allocation tests skip under the race detector (it makes sync.Pool drop
+	# items); run them once without it so a hot-path allocation fails the build.
+	$(GO) test -count=1 -run 'DoesNotAllocate' ./...
 
 # Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).
 # Each entry is package:target.
