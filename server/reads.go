@@ -143,7 +143,7 @@ func (s *Server) visible(v registry.LeaseView) bool {
 
 func (s *Server) writeInstance(c *gin.Context, status int, v registry.LeaseView) {
 	f := compat.FormatFromAccept(c.GetHeader("Accept"))
-	c.Data(status, f.ContentType(), compat.AppendInstance(nil, f, &v))
+	c.Data(status, f.ContentType(), compat.AppendInstanceResponse(nil, f, &v))
 }
 
 func (s *Server) getInstance(c *gin.Context) {
