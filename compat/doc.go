@@ -57,6 +57,13 @@
 // JSON characters outside the BMP as two \u escapes (Jackson's UTF-8
 // generator).
 //
+// Codecs: eureka.server.json-codec-name=JacksonJson and
+// xml-codec-name=JacksonXml make the Java server write the full registry
+// documents with plain Jackson data binding; Codecs selects that shape
+// (codec.go: other field order, sid always, JSON booleans and numbers,
+// XML on one line with overriddenStatus and <metadata/>). Compact documents
+// and single-instance reads are the same under every codec (captured).
+//
 // Order: applications, instances and metadata keys are written sorted. The
 // Java server writes them in its hash maps' iteration order, which depends
 // on the tables' history; the golden comparison with captures

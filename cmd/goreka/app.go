@@ -79,7 +79,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
-	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewLoader(a.reg))
+	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewCodecLoader(a.reg, codecs(cfg)))
 	a.srv = server.New(serverConfig(cfg), server.Deps{
 		Registry: a.reg,
 		Cache:    a.cache,

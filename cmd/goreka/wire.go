@@ -7,6 +7,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -98,6 +99,14 @@ func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
 	c.RefreshOnChange = cfg.Goreka.Cache.RefreshOnChange && !cfg.IsSet("eureka.server.response-cache-update-interval-ms")
 	c.Now = now
 	return c
+}
+
+// codecs maps eureka.server.json-codec-name and xml-codec-name (validated
+// when the configuration was loaded) to the encoders of the response cache.
+func codecs(cfg *config.Config) compat.Codecs {
+	j, _ := compat.ParseJSONCodec(cfg.EurekaServer.JSONCodecName)
+	x, _ := compat.ParseXMLCodec(cfg.EurekaServer.XMLCodecName)
+	return compat.Codecs{JSON: j, XML: x}
 }
 
 func serverConfig(cfg *config.Config) server.Config {

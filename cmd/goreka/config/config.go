@@ -127,6 +127,8 @@ type EurekaServerConfig struct {
 	EnableReplicatedRequestCompression      bool
 	MyURL                                   string
 	MinAvailableInstancesForPeerReplication int
+	JSONCodecName                           string // eureka.server.json-codec-name, validated by compat.ParseJSONCodec
+	XMLCodecName                            string // eureka.server.xml-codec-name, validated by compat.ParseXMLCodec
 }
 
 // DashboardConfig holds eureka.dashboard.*.

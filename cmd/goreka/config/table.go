@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -117,6 +118,8 @@ var properties = []property{
 	{name: "eureka.server.my-url", def: "", doc: "This server's own service URL; when set, only this exact URL is excluded from the peers.", set: urlField(func(c *Config) *string { return &c.EurekaServer.MyURL })},
 	{name: "eureka.server.min-available-instances-for-peer-replication", def: "-1", doc: "Available replicas needed for the status page to report healthy; -1 disables the check.", set: intField(func(c *Config) *int { return &c.EurekaServer.MinAvailableInstancesForPeerReplication }, -1, math.MaxInt32)},
 
+	{name: "eureka.server.json-codec-name", def: "LegacyJacksonJson", doc: "Codec of the full JSON registry documents (apps, apps/{app}, delta, vips): LegacyJacksonJson or JacksonJson (Jackson data binding: other field order, sid always, boolean and number types).", set: codecField(func(c *Config) *string { return &c.EurekaServer.JSONCodecName }, compat.ParseJSONCodec)},
+	{name: "eureka.server.xml-codec-name", def: "XStreamXml", doc: "Codec of the full XML registry documents: XStreamXml or JacksonXml (one line, overriddenStatus, <metadata/>).", set: codecField(func(c *Config) *string { return &c.EurekaServer.XMLCodecName }, compat.ParseXMLCodec)},
 	// goreka
 	{name: "goreka.cache.refresh-on-change", def: "true", doc: "Rebuild cached responses right after a registry change instead of waiting for the 30 s timer.", set: boolField(func(c *Config) *bool { return &c.Goreka.Cache.RefreshOnChange })},
 	{name: "goreka.snapshot.path", def: "", doc: "File to which the registry is saved and from which it is restored at start-up; empty disables snapshots.", set: strField(func(c *Config) *string { return &c.Goreka.Snapshot.Path })},
@@ -163,7 +166,6 @@ var ignored = []ignoredProp{
 	{name: "eureka.server.rate-limiter-privileged-clients"}, {name: "eureka.server.rate-limiter-burst-size"},
 	{name: "eureka.server.rate-limiter-registry-fetch-average-rate"}, {name: "eureka.server.rate-limiter-full-fetch-average-rate"},
 	{name: "eureka.server.log-identity-headers"}, {name: "eureka.server.list-auto-scaling-groups-role-name"},
-	{name: "eureka.server.json-codec-name"}, {name: "eureka.server.xml-codec-name"},
 	{name: "eureka.server.route53-bind-rebind-retries"}, {name: "eureka.server.route53-binding-retry-interval-ms"},
 	{name: "eureka.server.route53-domain-t-t-l"}, {name: "eureka.server.binding-strategy"},
 	{name: "eureka.server.initial-capacity-of-response-cache"}, {name: "eureka.server.use-aws-asg-api"},
@@ -225,6 +227,19 @@ func nonEmptyField(f func(*Config) *string) setter {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			return errors.New("must not be empty")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+// codecField takes a codec name as the Java server does (case-sensitive)
+// and refuses one that parse does not implement.
+func codecField(f func(*Config) *string, parse func(string) (compat.Codec, error)) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if _, err := parse(v); err != nil {
+			return err
 		}
 		*f(c) = v
 		return nil
