@@ -110,10 +110,19 @@ func codecs(cfg *config.Config) compat.Codecs {
 }
 
 func serverConfig(cfg *config.Config) server.Config {
+	es := cfg.EurekaServer
 	return server.Config{
 		DisableDelta:      cfg.EurekaServer.DisableDelta,
 		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
 		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
+		RateLimit: server.RateLimitConfig{
+			Enabled:                  es.RateLimiterEnabled,
+			ThrottleStandardClients:  es.RateLimiterThrottleStandardClients,
+			PrivilegedClients:        es.RateLimiterPrivilegedClients,
+			BurstSize:                es.RateLimiterBurstSize,
+			RegistryFetchAverageRate: es.RateLimiterRegistryFetchAverageRate,
+			FullFetchAverageRate:     es.RateLimiterFullFetchAverageRate,
+		},
 	}
 }
 
