@@ -17,25 +17,20 @@ import (
 )
 
 // TestCaptureStock re-captures testdata/stock/<target>/ from the stock Java
-// server: for each target it starts compat/stock-server (built once by its
-// build.sh) on a free loopback port with the target's arguments, runs
+// server: for each target it starts compat/stock-server (the target's
+// line, built once by its build.sh) on a free loopback port with the target's arguments, runs
 // stockSteps, waits for the server's read cache to refresh, and stores every
 // stockFetches answer normalised by stockNormalize.
 //
 //	go test -tags capture -run TestCaptureStock ./server/
 //
-// GOREKA_STOCK_URL=http://127.0.0.1:8762 uses a server already running
-// instead (one target only: it must be started with that target's
-// arguments and hold no registrations).
+// GOREKA_STOCK_TARGET=<dir> captures one target only. GOREKA_STOCK_URL=
+// http://127.0.0.1:8762 uses a server already running instead (with one
+// target: it must run that target's line and arguments and hold no
+// registrations).
 func TestCaptureStock(t *testing.T) {
 	dir := filepath.Join("..", "compat", "stock-server")
-	if os.Getenv("GOREKA_STOCK_URL") == "" {
-		build := exec.Command("./build.sh")
-		build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			t.Fatalf("building the stock server: %v", err)
-		}
-	}
+	built := map[string]bool{}
 	for _, tg := range stockTargets {
 		if only := os.Getenv("GOREKA_STOCK_TARGET"); only != "" && only != tg.dir {
 			continue
@@ -43,14 +38,23 @@ func TestCaptureStock(t *testing.T) {
 		t.Run(tg.dir, func(t *testing.T) {
 			base := os.Getenv("GOREKA_STOCK_URL")
 			if base == "" {
-				base = startStock(t, dir, tg.args)
+				if !built[tg.line] {
+					build := exec.Command("./build.sh")
+					build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
+					build.Env = append(os.Environ(), "STOCK_LINE="+tg.line)
+					if err := build.Run(); err != nil {
+						t.Fatalf("building the stock server (line %s): %v", tg.line, err)
+					}
+					built[tg.line] = true
+				}
+				base = startStock(t, dir, tg.line, tg.args)
 			}
 			captureStock(t, base, filepath.Join("..", "testdata", "stock", tg.dir))
 		})
 	}
 }
 
-func startStock(t *testing.T, dir string, args []string) string {
+func startStock(t *testing.T, dir, line string, args []string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,7 +65,7 @@ func startStock(t *testing.T, dir string, args []string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "./run.sh", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port), "STOCK_LINE="+line)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "stock.log"))
 	if err != nil {
 		t.Fatal(err)

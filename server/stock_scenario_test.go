@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/goreka/goreka/compat"
 )
@@ -122,6 +123,7 @@ func stockFetches(reads []stockRead) []stockFetch {
 // stockTarget is one stock server configuration and where its captures live.
 type stockTarget struct {
 	dir    string        // under testdata/stock
+	line   string        // compat/stock-server's STOCK_LINE: "4" (SCN 4.3.0) or "5" (SCN 5.0.x)
 	args   []string      // extra Spring arguments for the stock server
 	codecs compat.Codecs // goreka's equivalent of args
 	// deliberate lists where goreka writes other bytes on purpose: each
@@ -135,14 +137,36 @@ type stockDeliberate struct {
 	suffix, old, new, why string
 }
 
+// jacksonCodecs is the goreka side of the two codec properties.
+var jacksonCodecs = compat.Codecs{JSON: compat.Jackson, XML: compat.Jackson}
+
+var jacksonArgs = []string{"--eureka.server.json-codec-name=JacksonJson", "--eureka.server.xml-codec-name=JacksonXml"}
+
+// jacksonDeliberate: Jackson XML writes a metadata key that is no XML name
+// as it is, which no parser reads; goreka uses XStream's escape.
+var jacksonDeliberate = []stockDeliberate{
+	{".xml", "<$dollar>", "<_-dollar>", "a metadata key that is no XML name"},
+	{".xml", "</$dollar>", "</_-dollar>", "the same key's end tag"},
+}
+
+// eureka206Deliberate: eureka 2.0.6 added Applications.isRegisteredApplicationsEmpty(),
+// a helper that Jackson's bean serialisation writes as a property in every
+// document it writes (compact, JacksonJson, JacksonXml; not the legacy
+// codecs). It repeats what the application list already says; goreka
+// follows 2.0.4, which every 2.0.x client reads, and leaves it out.
+var eureka206Deliberate = []stockDeliberate{
+	{".json", `"registeredApplicationsEmpty":true,`, "", "2.0.6's accidental property"},
+	{".json", `"registeredApplicationsEmpty":false,`, "", "2.0.6's accidental property"},
+	{".xml", "<registeredApplicationsEmpty>true</registeredApplicationsEmpty>", "", "2.0.6's accidental property"},
+	{".xml", "<registeredApplicationsEmpty>false</registeredApplicationsEmpty>", "", "2.0.6's accidental property"},
+}
+
 var stockTargets = []stockTarget{
-	{dir: "eureka-2.0.4"},
-	{dir: "eureka-2.0.4-jackson", args: []string{"--eureka.server.json-codec-name=JacksonJson", "--eureka.server.xml-codec-name=JacksonXml"},
-		codecs: compat.Codecs{JSON: compat.Jackson, XML: compat.Jackson},
-		deliberate: []stockDeliberate{
-			{".xml", "<$dollar>", "<_-dollar>", "Jackson XML writes a metadata key that is no XML name as it is, which no parser reads; goreka uses XStream's escape"},
-			{".xml", "</$dollar>", "</_-dollar>", "the same key's end tag"},
-		}},
+	{dir: "eureka-2.0.4", line: "4"},
+	{dir: "eureka-2.0.4-jackson", line: "4", args: jacksonArgs, codecs: jacksonCodecs, deliberate: jacksonDeliberate},
+	{dir: "eureka-2.0.6", line: "5", deliberate: eureka206Deliberate},
+	{dir: "eureka-2.0.6-jackson", line: "5", args: jacksonArgs, codecs: jacksonCodecs,
+		deliberate: append(slices.Clone(jacksonDeliberate), eureka206Deliberate...)},
 }
 
 // stockTimestamp matches the values of the timestamp fields, which are the
