@@ -160,6 +160,17 @@ func TestCompat(t *testing.T) {
 			}
 		}
 	}
+	if slices.Contains(names, "goreka") || os.Getenv("COMPAT_RATELIMIT") == "1" {
+		res := s.runRateLimit(t, clients, buildErr)
+		table := renderRateLimit(res)
+		fmt.Println(table)
+		md.WriteString(table + "\n")
+		for _, r := range res {
+			if r.outcome == fail {
+				failed = true
+			}
+		}
+	}
 	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md.String()), 0o644); err != nil {
 		t.Error(err)
 	}
