@@ -367,3 +367,25 @@ func TestDecodeDataCenterNameAndLeaseRange(t *testing.T) {
 		t.Fatalf("durationInSecs beyond Java's int must not decode: %v", err)
 	}
 }
+
+// TestRoundTripJackson: the Jackson codec's documents read back to the same
+// registry, so a goreka fetching from a server with
+// json-codec-name=JacksonJson or xml-codec-name=JacksonXml sees every field.
+func TestRoundTripJackson(t *testing.T) {
+	c := Codecs{JSON: Jackson, XML: Jackson}
+	for _, f := range []Format{JSON, XML} {
+		t.Run(f.String(), func(t *testing.T) {
+			apps := fixtureApps
+			if f == XML {
+				apps = xmlFixtureApps
+			}
+			got, err := DecodeApplications(c.AppendApplications(nil, f, false, apps()), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := apps(); !reflect.DeepEqual(got, want) {
+				t.Errorf("round trip differs:\ngot  %s\nwant %s", AppendApplications(nil, JSON, false, got), AppendApplications(nil, JSON, false, want))
+			}
+		})
+	}
+}

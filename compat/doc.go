@@ -42,16 +42,32 @@
 // which XStream's reader decodes back to the key. The empty key cannot be
 // an element name and is left out of XML.
 //
-// Unverified: the compact format (X-Eureka-Accept: compact, NF §2.5) comes
-// from reading Jackson mix-ins, not from captured bytes. We write, per
-// instance, instanceId, hostName, app, ipAddr, status, dataCenterInfo
-// (Amazon metadata cut to instance-id, public-ipv4, public-hostname,
-// local-ipv4, availability-zone), vipAddress, secureVipAddress,
-// lastUpdatedTimestamp (a JSON number), actionType, asgName, port,
+// Compact (X-Eureka-Accept: compact, NF §2.5), captured from the stock
+// server (testdata/stock): per instance instanceId, app, ipAddr, vipAddress,
+// secureVipAddress, dataCenterInfo (Amazon metadata cut to instance-id,
+// public-ipv4, public-hostname, local-ipv4, availability-zone), hostName,
+// status, lastUpdatedTimestamp (a JSON number), actionType, asgName, port,
 // securePort, with ports in the legacy shape, and versions__delta and
-// apps__hashcode after the application list. XML compact uses the same
-// field list in XStream's shape; the Java server's Jackson-XML output may
-// differ. The empty Amazon metadata in XML is written as <metadata/>.
+// apps__hashcode after the application list. Compact XML is the same list
+// on one line (Jackson XML, no indentation). The empty Amazon metadata in
+// XML is written as <metadata/>.
+//
+// The single-instance reads answer AppendInstanceResponse: XML statuses
+// other than UP, DOWN and STARTING as DOWN (V1AwareInstanceInfoConverter),
+// JSON characters outside the BMP as two \u escapes (Jackson's UTF-8
+// generator).
+//
+// Codecs: eureka.server.json-codec-name=JacksonJson and
+// xml-codec-name=JacksonXml make the Java server write the full registry
+// documents with plain Jackson data binding; Codecs selects that shape
+// (codec.go: other field order, sid always, JSON booleans and numbers,
+// XML on one line with overriddenStatus and <metadata/>). Compact documents
+// and single-instance reads are the same under every codec (captured).
+//
+// Order: applications, instances and metadata keys are written sorted. The
+// Java server writes them in its hash maps' iteration order, which depends
+// on the tables' history; the golden comparison with captures
+// (server/stock_fidelity_test.go) ignores that order and nothing else.
 //
 // # Reading
 //

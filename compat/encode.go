@@ -4,6 +4,8 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/goreka/goreka/registry"
 )
@@ -83,15 +85,15 @@ func AppendApplication(dst []byte, f Format, compact bool, app *registry.Applica
 		dst = appendApplicationJSON(dst, compact, app)
 		return append(dst, '}')
 	}
-	var w xmlWriter
-	w.buf = dst
+	w := xmlWriter{buf: dst, flat: compact}
 	w.application(compact, app)
 	return w.buf
 }
 
-// AppendInstance appends the document of one instance (GET
-// /apps/{app}/{id}, /instances/{id}) with root "instance", always in the
-// full format: the Java server ignores X-Eureka-Accept there.
+// AppendInstance appends the document of one instance with root
+// "instance", always in the full format, as a client sends it (register
+// bodies, replication). The single-instance reads answer
+// AppendInstanceResponse, which differs in two details.
 func AppendInstance(dst []byte, f Format, v *registry.LeaseView) []byte {
 	if f == JSON {
 		dst = append(dst, `{"instance":`...)
@@ -102,6 +104,73 @@ func AppendInstance(dst []byte, f Format, v *registry.LeaseView) []byte {
 	w.buf = dst
 	w.instance(false, v)
 	return w.buf
+}
+
+// AppendInstanceResponse appends the answer of the single-instance reads
+// (GET /apps/{app}/{id}, /instances/{id}) exactly as the Java server writes
+// it, which is not quite AppendInstance (captured in
+// testdata/stock/*/instance-*):
+//
+//   - XML goes through eureka-core's V1AwareInstanceInfoConverter with no
+//     request version on these endpoints, so a status other than UP, DOWN or
+//     STARTING (OUT_OF_SERVICE, UNKNOWN) is written as DOWN; the
+//     overriddenstatus element keeps the real value.
+//   - JSON is written by Jackson's UTF-8 generator straight to the
+//     response, which writes a character outside the BMP as its two
+//     surrogates (\uD83D\uDE42); the registry documents are written through a
+//     Java string and keep such characters as UTF-8.
+//
+// X-Eureka-Accept: compact is ignored there, as by the Java server.
+func AppendInstanceResponse(dst []byte, f Format, v *registry.LeaseView) []byte {
+	if f == JSON {
+		start := len(dst)
+		dst = AppendInstance(dst, JSON, v)
+		return escapeSupplementary(dst, start)
+	}
+	in, _ := instanceOf(v)
+	status := in.Status
+	switch status {
+	case registry.StatusUp, registry.StatusDown, registry.StatusStarting:
+	default:
+		status = registry.StatusDown
+	}
+	w := xmlWriter{buf: dst}
+	w.instanceStatus(false, v, status)
+	return w.buf
+}
+
+// escapeSupplementary rewrites every 4-byte UTF-8 sequence in b[from:] as
+// Jackson's UTF8JsonGenerator writes it: two \uXXXX escapes of its UTF-16
+// surrogates, upper-case hex. Such sequences only occur inside JSON strings.
+func escapeSupplementary(b []byte, from int) []byte {
+	i := from
+	for i < len(b) && b[i] < 0xF0 {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append([]byte(nil), b[:i]...)
+	for i < len(b) {
+		c := b[i]
+		if c < 0xF0 {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if size != 4 {
+			out = append(out, c)
+			i++
+			continue
+		}
+		hi, lo := utf16.EncodeRune(r)
+		for _, u := range [2]rune{hi, lo} {
+			out = append(out, '\\', 'u', hexUpper[u>>12&0xf], hexUpper[u>>8&0xf], hexUpper[u>>4&0xf], hexUpper[u&0xf])
+		}
+		i += size
+	}
+	return out
 }
 
 // AppendInstanceBody appends the full JSON instance object without the
@@ -209,14 +278,14 @@ func appendInstanceJSON(dst []byte, compact bool, v *registry.LeaseView) []byte 
 		dst = appendKeyString(dst, `"instanceId":`, in.InstanceID)
 		dst = append(dst, ',')
 	}
-	dst = appendKeyString(dst, `"hostName":`, in.HostName)
-	dst = appendKeyString(dst, `,"app":`, in.App)
-	dst = appendKeyString(dst, `,"ipAddr":`, in.IPAddr)
 	if compact {
-		dst = appendKeyString(dst, `,"status":`, string(in.Status))
-		dst = appendDataCenterJSON(dst, true, in.DataCenterInfo)
+		dst = appendKeyString(dst, `"app":`, in.App)
+		dst = appendKeyString(dst, `,"ipAddr":`, in.IPAddr)
 		dst = appendOptKeyString(dst, `,"vipAddress":`, in.VIPAddress)
 		dst = appendOptKeyString(dst, `,"secureVipAddress":`, in.SecureVIPAddress)
+		dst = appendDataCenterJSON(dst, true, in.DataCenterInfo)
+		dst = appendKeyString(dst, `,"hostName":`, in.HostName)
+		dst = appendKeyString(dst, `,"status":`, string(in.Status))
 		dst = append(dst, `,"lastUpdatedTimestamp":`...)
 		dst = strconv.AppendInt(dst, millis(in.LastUpdatedTimestamp), 10)
 		dst = appendOptKeyString(dst, `,"actionType":`, string(in.ActionType))
@@ -225,6 +294,9 @@ func appendInstanceJSON(dst []byte, compact bool, v *registry.LeaseView) []byte 
 		dst = appendPortJSON(dst, `,"securePort":`, in.SecurePort)
 		return append(dst, '}')
 	}
+	dst = appendKeyString(dst, `"hostName":`, in.HostName)
+	dst = appendKeyString(dst, `,"app":`, in.App)
+	dst = appendKeyString(dst, `,"ipAddr":`, in.IPAddr)
 	if writtenSID(in.SID) {
 		dst = appendKeyString(dst, `,"sid":`, in.SID)
 	}

@@ -131,7 +131,12 @@ func TestGolden(t *testing.T) {
 				enc{"app." + kind + "." + f.String(), AppendApplication(nil, f, compact, order)},
 			)
 		}
+		jackson := Codecs{JSON: Jackson, XML: Jackson}
 		cases = append(cases,
+			enc{"apps.jackson." + f.String(), jackson.AppendApplications(nil, f, false, apps)},
+			enc{"apps-empty.jackson." + f.String(), jackson.AppendApplications(nil, f, false, empty)},
+			enc{"app.jackson." + f.String(), jackson.AppendApplication(nil, f, false, order)},
+			enc{"instance-b.response." + f.String(), AppendInstanceResponse(nil, f, &order.Instances[1])},
 			enc{"instance-a." + f.String(), AppendInstance(nil, f, &order.Instances[0])},
 			enc{"instance-b." + f.String(), AppendInstance(nil, f, &order.Instances[1])},
 			enc{"instance-amazon." + f.String(), AppendInstance(nil, f, &apps.Apps[0].Instances[0])},

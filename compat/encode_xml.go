@@ -8,13 +8,19 @@ import (
 
 // xmlWriter writes XStream's pretty-printed XML: two-space indentation, a
 // newline before every element except the root, no XML declaration and no
-// trailing newline. Names given to it are already XML-safe.
+// trailing newline; or, when flat, the same elements on one line (the
+// compact documents, which the Java server writes with Jackson XML). Names
+// given to it are already XML-safe.
 type xmlWriter struct {
 	buf   []byte
 	depth int
+	flat  bool
 }
 
 func (w *xmlWriter) indent() {
+	if w.flat {
+		return
+	}
 	if w.depth > 0 {
 		w.buf = append(w.buf, '\n')
 	}
@@ -43,9 +49,11 @@ func (w *xmlWriter) openClass(name, class string) {
 
 func (w *xmlWriter) close(name string) {
 	w.depth--
-	w.buf = append(w.buf, '\n')
-	for range w.depth {
-		w.buf = append(w.buf, ' ', ' ')
+	if !w.flat {
+		w.buf = append(w.buf, '\n')
+		for range w.depth {
+			w.buf = append(w.buf, ' ', ' ')
+		}
 	}
 	w.buf = append(w.buf, "</"...)
 	w.buf = append(w.buf, name...)
@@ -109,7 +117,7 @@ func (w *xmlWriter) port(name string, p registry.Port) {
 }
 
 func appendApplicationsXML(dst []byte, compact bool, apps *registry.Applications, fl *flusher) []byte {
-	w := xmlWriter{buf: dst}
+	w := xmlWriter{buf: dst, flat: compact}
 	w.open("applications")
 	if !compact {
 		w.intLeaf("versions__delta", apps.VersionDelta)
@@ -139,17 +147,26 @@ func (w *xmlWriter) application(compact bool, app *registry.Application) {
 }
 
 func (w *xmlWriter) instance(compact bool, v *registry.LeaseView) {
+	w.instanceStatus(compact, v, "")
+}
+
+// instanceStatus writes one instance; a non-empty status is written in
+// place of the instance's own (the single-instance document's V1 rule).
+func (w *xmlWriter) instanceStatus(compact bool, v *registry.LeaseView, status registry.Status) {
 	in, v := instanceOf(v)
+	if status == "" {
+		status = in.Status
+	}
 	w.open("instance")
 	w.optLeaf("instanceId", in.InstanceID)
-	w.leaf("hostName", in.HostName)
-	w.leaf("app", in.App)
-	w.leaf("ipAddr", in.IPAddr)
 	if compact {
-		w.leaf("status", string(in.Status))
-		w.dataCenter(true, in.DataCenterInfo)
+		w.leaf("app", in.App)
+		w.leaf("ipAddr", in.IPAddr)
 		w.optLeaf("vipAddress", in.VIPAddress)
 		w.optLeaf("secureVipAddress", in.SecureVIPAddress)
+		w.dataCenter(true, in.DataCenterInfo)
+		w.leaf("hostName", in.HostName)
+		w.leaf("status", string(status))
 		w.intLeaf("lastUpdatedTimestamp", millis(in.LastUpdatedTimestamp))
 		w.optLeaf("actionType", string(in.ActionType))
 		w.optLeaf("asgName", in.ASGName)
@@ -158,10 +175,13 @@ func (w *xmlWriter) instance(compact bool, v *registry.LeaseView) {
 		w.close("instance")
 		return
 	}
+	w.leaf("hostName", in.HostName)
+	w.leaf("app", in.App)
+	w.leaf("ipAddr", in.IPAddr)
 	if writtenSID(in.SID) {
 		w.leaf("sid", in.SID)
 	}
-	w.leaf("status", string(in.Status))
+	w.leaf("status", string(status))
 	w.leaf("overriddenstatus", string(in.OverriddenStatus))
 	w.port("port", in.Port)
 	w.port("securePort", in.SecurePort)

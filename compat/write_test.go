@@ -41,16 +41,18 @@ func TestWriteApplicationsEqualsAppend(t *testing.T) {
 			for _, compact := range []bool{false, true} {
 				name := fmt.Sprintf("%d-%v-compact=%v", n, f, compact)
 				t.Run(name, func(t *testing.T) {
-					want := AppendApplications(nil, f, compact, apps)
-					var got chunks
-					if err := WriteApplications(&got, f, compact, apps); err != nil {
-						t.Fatal(err)
-					}
-					if !bytes.Equal(got.Bytes(), want) {
-						t.Fatalf("streamed document differs from the appended one")
-					}
-					if len(want) > 64<<10 && got.writes < 2 {
-						t.Fatalf("%d bytes written in %d piece(s)", len(want), got.writes)
+					for _, c := range []Codecs{{}, {JSON: Jackson, XML: Jackson}} {
+						want := c.AppendApplications(nil, f, compact, apps)
+						var got chunks
+						if err := c.WriteApplications(&got, f, compact, apps); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(got.Bytes(), want) {
+							t.Fatalf("%+v: streamed document differs from the appended one", c)
+						}
+						if len(want) > 64<<10 && got.writes < 2 {
+							t.Fatalf("%+v: %d bytes written in %d piece(s)", c, len(want), got.writes)
+						}
 					}
 				})
 			}

@@ -90,6 +90,10 @@ func (h *httpClient) do(ctx context.Context, p *Peer, method, path string, body 
 	req.Header.Set("Accept", compat.ContentTypeJSON)
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", h.ua)
+	// A Eureka server's identity (EurekaServerIdentity), which a peer's rate
+	// limiter (eureka.server.rate-limiter-*) never throttles.
+	req.Header.Set("DiscoveryIdentity-Name", "DefaultServer")
+	req.Header.Set("DiscoveryIdentity-Version", "1.0")
 	if body != nil {
 		req.Header.Set("Content-Type", compat.ContentTypeJSON)
 		if gz {

@@ -100,10 +100,11 @@ func TestHeartbeat404SendsRegister(t *testing.T) {
 	if st.BatchesSent != 2 || st.ItemsSent != 2 || st.Failures.Items != 1 || st.State != "up" {
 		t.Errorf("status = %+v", st)
 	}
-	// Peer calls carry JSON, gzip and our user agent.
+	// Peer calls carry JSON, gzip, our user agent and a server's identity.
 	h := fake.Requests()[0].Header
 	if h.Get("Content-Type") != "application/json" || h.Get("Accept") != "application/json" ||
-		h.Get("Accept-Encoding") != "gzip" || !strings.HasPrefix(h.Get("User-Agent"), "goreka-replication/") {
+		h.Get("Accept-Encoding") != "gzip" || !strings.HasPrefix(h.Get("User-Agent"), "goreka-replication/") ||
+		h.Get("DiscoveryIdentity-Name") != "DefaultServer" {
 		t.Errorf("headers = %v", h)
 	}
 }

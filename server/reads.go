@@ -18,6 +18,12 @@ import (
 // VIPs) to the cache in pieces so that a large registry is never held whole
 // uncompressed. An unknown application is "not found" (cached, answered 404).
 func NewLoader(reg *registry.Registry) cache.StreamLoader {
+	return NewCodecLoader(reg, compat.Codecs{})
+}
+
+// NewCodecLoader is NewLoader writing the full registry documents with the
+// given codecs (eureka.server.json-codec-name, xml-codec-name).
+func NewCodecLoader(reg *registry.Registry, codecs compat.Codecs) cache.StreamLoader {
 	return func(k cache.Key, w io.Writer) (bool, error) {
 		f := compat.XML
 		if k.JSON {
@@ -36,10 +42,10 @@ func NewLoader(reg *registry.Registry) cache.StreamLoader {
 			if !ok {
 				return false, nil
 			}
-			_, err := w.Write(compat.AppendApplication(nil, f, k.Compact, &app))
+			_, err := w.Write(codecs.AppendApplication(nil, f, k.Compact, &app))
 			return true, err
 		}
-		return true, compat.WriteApplications(w, f, k.Compact, apps)
+		return true, codecs.WriteApplications(w, f, k.Compact, apps)
 	}
 }
 
@@ -143,7 +149,7 @@ func (s *Server) visible(v registry.LeaseView) bool {
 
 func (s *Server) writeInstance(c *gin.Context, status int, v registry.LeaseView) {
 	f := compat.FormatFromAccept(c.GetHeader("Accept"))
-	c.Data(status, f.ContentType(), compat.AppendInstance(nil, f, &v))
+	c.Data(status, f.ContentType(), compat.AppendInstanceResponse(nil, f, &v))
 }
 
 func (s *Server) getInstance(c *gin.Context) {

@@ -27,6 +27,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a replication batch body (default 32 MiB).
 	MaxBatchBodyBytes int64
+	// RateLimit is eureka.server.rate-limiter-*; the zero value admits
+	// every fetch (see RateLimitConfig).
+	RateLimit RateLimitConfig
 }
 
 // Gate decides whether registry reads are served yet (Eureka's
@@ -63,6 +66,8 @@ type Server struct {
 	now    func() time.Time
 	engine *gin.Engine
 	ops    Ops // off until EnableOps
+	// limiter is eureka.server.rate-limiter-* (RateLimitConfig).
+	limiter *rateLimiter
 }
 
 // New builds a Server and its routes.
@@ -95,7 +100,8 @@ func New(cfg Config, d Deps) *Server {
 	// nothing until EnableOps configures them. gin runs the same chain for
 	// its 404 and 405 answers, whose bodies are written by the handlers below
 	// (gin's own texts) so that the access log counts their bytes.
-	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate)
+	s.limiter = newRateLimiter(cfg.RateLimit, s.now)
+	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate, s.limiter.middleware)
 	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
 	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })
 	s.routes()

@@ -82,7 +82,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
-	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewLoader(a.reg))
+	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewCodecLoader(a.reg, codecs(cfg)))
 	a.srv = server.New(serverConfig(cfg), server.Deps{
 		Registry: a.reg,
 		Cache:    a.cache,
@@ -105,7 +105,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	}
 
 	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
-	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector())
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector(), a.srv.RateLimitCollector())
 	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
@@ -133,11 +134,28 @@ func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
 	return c
 }
 
+// codecs maps eureka.server.json-codec-name and xml-codec-name (validated
+// when the configuration was loaded) to the encoders of the response cache.
+func codecs(cfg *config.Config) compat.Codecs {
+	j, _ := compat.ParseJSONCodec(cfg.EurekaServer.JSONCodecName)
+	x, _ := compat.ParseXMLCodec(cfg.EurekaServer.XMLCodecName)
+	return compat.Codecs{JSON: j, XML: x}
+}
+
 func serverConfig(cfg *config.Config) server.Config {
+	es := cfg.EurekaServer
 	return server.Config{
 		DisableDelta:      cfg.EurekaServer.DisableDelta,
 		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
 		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
+		RateLimit: server.RateLimitConfig{
+			Enabled:                  es.RateLimiterEnabled,
+			ThrottleStandardClients:  es.RateLimiterThrottleStandardClients,
+			PrivilegedClients:        es.RateLimiterPrivilegedClients,
+			BurstSize:                es.RateLimiterBurstSize,
+			RegistryFetchAverageRate: es.RateLimiterRegistryFetchAverageRate,
+			FullFetchAverageRate:     es.RateLimiterFullFetchAverageRate,
+		},
 	}
 }
 

@@ -37,7 +37,8 @@ type mixedResult struct {
 	result
 }
 
-func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string]error) []mixedResult {
+// runMixedPair runs the pair with the stock target named stock ("stock" or "stock5").
+func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string]error, stock string) []mixedResult {
 	results := map[string]result{}
 	out := func() []mixedResult {
 		var r []mixedResult
@@ -74,11 +75,14 @@ func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string
 	if err != nil {
 		return failAll("goreka build failed: " + err.Error())
 	}
-	st, err := s.target(t, "stock")
+	st, err := s.target(t, stock)
 	if err != nil {
-		return failAll("stock server build failed: " + err.Error())
+		return failAll(stock + " server build failed: " + err.Error())
 	}
 	outDir := filepath.Join(s.out, "mixed")
+	if stock != "stock" {
+		outDir += "-" + stock
+	}
 	_ = os.RemoveAll(outDir)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -109,7 +113,7 @@ func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string
 	}
 	stk := &server{
 		tg: &target{name: "stock", argv: st.argv, env: func(port int) []string {
-			return []string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=127.0.0.1", "PEER_MODE=true", "PEER_URL=" + gURL}
+			return append([]string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=127.0.0.1", "PEER_MODE=true", "PEER_URL=" + gURL}, st.lineEnv...)
 		}},
 		port: sPort, log: filepath.Join(outDir, "stock.log"),
 		api: eurekaAPI{base: sURL},
@@ -239,9 +243,9 @@ func getText(u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func renderMixed(res []mixedResult) string {
+func renderMixed(label string, res []mixedResult) string {
 	var b strings.Builder
-	b.WriteString("## mixed pair: goreka G <-> stock Spring Eureka S (Boot 3.5.7, SC 2025.0.0)\n\n| pair |")
+	b.WriteString("## mixed pair: goreka G <-> " + label + " S\n\n| pair |")
 	for _, r := range res {
 		fmt.Fprintf(&b, " %s |", r.check)
 	}

@@ -159,7 +159,7 @@ func tail(path string, n int) string {
 }
 
 // runBuild runs a build script, logging to logPath; the error carries the log's tail.
-func runBuild(script, logPath string, timeout time.Duration) error {
+func runBuild(script, logPath string, timeout time.Duration, env ...string) error {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -168,6 +168,9 @@ func runBuild(script, logPath string, timeout time.Duration) error {
 	cmd := exec.Command("bash", script)
 	cmd.Dir = filepath.Dir(script)
 	cmd.Stdout, cmd.Stderr = f, f
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err

@@ -23,6 +23,10 @@ import (
 // target is a server under test.
 type target struct {
 	name string
+	// label names the server in the tables (versions of a stock line).
+	label string
+	// env of a stock line's build and runs (STOCK_LINE=5), nil for the 4.3.0 line and goreka.
+	lineEnv []string
 	// argv returns the command that runs the server in the foreground on 127.0.0.1:port.
 	argv func(port int) []string
 	env  func(port int) []string
@@ -101,14 +105,17 @@ func TestCompat(t *testing.T) {
 	}()
 	t.Cleanup(func() { signal.Stop(sigs); close(sigs) })
 
-	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "both": {"stock", "goreka"}}
+	// Two stock references: SCN 4.3.0 (eureka 2.0.4, "stock") and the newest line SCN 5.0.x (eureka 2.0.6,
+	// "stock5"); "both" is the references and goreka.
+	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "stock5": {"stock5"},
+		"stocks": {"stock", "stock5"}, "both": {"stock", "stock5", "goreka"}}
 	tn := os.Getenv("COMPAT_TARGET")
 	if tn == "" {
 		tn = "both" // CI proves the suite against the reference too
 	}
 	names, ok := targetNames[tn]
 	if !ok {
-		t.Fatalf("COMPAT_TARGET=%q: want goreka, stock or both", tn)
+		t.Fatalf("COMPAT_TARGET=%q: want goreka, stock, stock5, stocks or both", tn)
 	}
 
 	clients, err := s.clientList()
@@ -136,8 +143,26 @@ func TestCompat(t *testing.T) {
 		}
 	}
 	if mixed {
-		res := s.runMixedPair(t, clients, buildErr)
-		table := renderMixed(res)
+		// One mixed pair per stock reference.
+		for _, stock := range []string{"stock", "stock5"} {
+			res := s.runMixedPair(t, clients, buildErr, stock)
+			label := stock
+			if st := s.targets[stock]; st != nil {
+				label = st.label
+			}
+			table := renderMixed(label, res)
+			fmt.Println(table)
+			md.WriteString(table + "\n")
+			for _, r := range res {
+				if r.outcome == fail {
+					failed = true
+				}
+			}
+		}
+	}
+	if slices.Contains(names, "goreka") || os.Getenv("COMPAT_RATELIMIT") == "1" {
+		res := s.runRateLimit(t, clients, buildErr)
+		table := renderRateLimit(res)
 		fmt.Println(table)
 		md.WriteString(table + "\n")
 		for _, r := range res {
@@ -211,17 +236,27 @@ func (s *suite) target(t *testing.T, name string) (*target, error) {
 
 func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 	switch name {
-	case "stock":
+	case "stock", "stock5":
 		dir := filepath.Join(s.root, "compat", "stock-server")
+		label := "stock Spring Eureka (SCN 4.3.0, eureka 2.0.4, Boot 3.5.7)"
+		var lineEnv []string
+		if name == "stock5" {
+			label = "stock Spring Eureka (SCN 5.0.3, eureka 2.0.6, Boot 4.0.7)"
+			lineEnv = []string{"STOCK_LINE=5"}
+		}
 		start := time.Now()
-		if err := runBuild(filepath.Join(dir, "build.sh"), filepath.Join(s.out, "build-stock-server.log"), 15*time.Minute); err != nil {
+		if err := runBuild(filepath.Join(dir, "build.sh"), filepath.Join(s.out, "build-"+name+"-server.log"), 15*time.Minute, lineEnv...); err != nil {
 			return nil, err
 		}
-		t.Logf("build stock-server: ok in %s", time.Since(start).Round(time.Second))
+		t.Logf("build %s server: ok in %s", name, time.Since(start).Round(time.Second))
 		return &target{
-			name: "stock",
-			argv: func(port int) []string { return []string{"bash", filepath.Join(dir, "run.sh")} },
-			env:  func(port int) []string { return []string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=localhost"} },
+			name:    name,
+			label:   label,
+			lineEnv: lineEnv,
+			argv:    func(port int) []string { return []string{"bash", filepath.Join(dir, "run.sh")} },
+			env: func(port int) []string {
+				return append([]string{"PORT=" + strconv.Itoa(port), "EUREKA_HOSTNAME=localhost"}, lineEnv...)
+			},
 			notes: map[string]string{
 				"h basic auth": "the stock server has no Spring Security in this build",
 				wScenario:      "Eureka keeps its registry in memory only",
@@ -241,7 +276,8 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 		t.Logf("build goreka: ok in %s", time.Since(start).Round(time.Second))
 		extra := strings.Fields(os.Getenv("COMPAT_GOREKA_ARGS"))
 		return &target{
-			name: "goreka",
+			name:  "goreka",
+			label: "goreka",
 			argv: func(port int) []string {
 				// Standalone like the stock server: its only service URL is itself. goreka compares host and
 				// port to exclude itself, so the default http://localhost:8761/eureka/ would make whatever runs

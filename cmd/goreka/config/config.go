@@ -127,6 +127,14 @@ type EurekaServerConfig struct {
 	EnableReplicatedRequestCompression      bool
 	MyURL                                   string
 	MinAvailableInstancesForPeerReplication int
+	RateLimiterEnabled                      bool
+	RateLimiterThrottleStandardClients      bool
+	RateLimiterPrivilegedClients            []string
+	RateLimiterBurstSize                    int
+	RateLimiterRegistryFetchAverageRate     int
+	RateLimiterFullFetchAverageRate         int
+	JSONCodecName                           string // eureka.server.json-codec-name, validated by compat.ParseJSONCodec
+	XMLCodecName                            string // eureka.server.xml-codec-name, validated by compat.ParseXMLCodec
 }
 
 // DashboardConfig holds eureka.dashboard.*.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -117,6 +118,14 @@ var properties = []property{
 	{name: "eureka.server.my-url", def: "", doc: "This server's own service URL; when set, only this exact URL is excluded from the peers.", set: urlField(func(c *Config) *string { return &c.EurekaServer.MyURL })},
 	{name: "eureka.server.min-available-instances-for-peer-replication", def: "-1", doc: "Available replicas needed for the status page to report healthy; -1 disables the check.", set: intField(func(c *Config) *int { return &c.EurekaServer.MinAvailableInstancesForPeerReplication }, -1, math.MaxInt32)},
 
+	{name: "eureka.server.rate-limiter-enabled", def: "false", doc: "Answer 503 to registry fetches (apps, apps/delta, apps/{app}) over the rate limit from clients that are not privileged (Netflix's RateLimitingFilter; stock Spring servers ignore it). Off, over-limit fetches are only counted as candidates.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.RateLimiterEnabled })},
+	{name: "eureka.server.rate-limiter-throttle-standard-clients", def: "false", doc: "Also throttle the standard clients (DiscoveryIdentity-Name DefaultClient or DefaultServer) and the privileged ones.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.RateLimiterThrottleStandardClients })},
+	{name: "eureka.server.rate-limiter-privileged-clients", def: "", doc: "DiscoveryIdentity-Name values never throttled besides DefaultClient and DefaultServer, comma-separated.", set: listField(func(c *Config) *[]string { return &c.EurekaServer.RateLimiterPrivilegedClients })},
+	{name: "eureka.server.rate-limiter-burst-size", def: "10", doc: "Token bucket size of both rate limits; 0 admits everything.", set: intField(func(c *Config) *int { return &c.EurekaServer.RateLimiterBurstSize }, 0, math.MaxInt32)},
+	{name: "eureka.server.rate-limiter-registry-fetch-average-rate", def: "500", doc: "Registry fetches (full, delta, application) per second; 0 admits everything.", set: intField(func(c *Config) *int { return &c.EurekaServer.RateLimiterRegistryFetchAverageRate }, 0, math.MaxInt32)},
+	{name: "eureka.server.rate-limiter-full-fetch-average-rate", def: "100", doc: "Full registry fetches per second; 0 admits everything.", set: intField(func(c *Config) *int { return &c.EurekaServer.RateLimiterFullFetchAverageRate }, 0, math.MaxInt32)},
+	{name: "eureka.server.json-codec-name", def: "LegacyJacksonJson", doc: "Codec of the full JSON registry documents (apps, apps/{app}, delta, vips): LegacyJacksonJson or JacksonJson (Jackson data binding: other field order, sid always, boolean and number types).", set: codecField(func(c *Config) *string { return &c.EurekaServer.JSONCodecName }, compat.ParseJSONCodec)},
+	{name: "eureka.server.xml-codec-name", def: "XStreamXml", doc: "Codec of the full XML registry documents: XStreamXml or JacksonXml (one line, overriddenStatus, <metadata/>).", set: codecField(func(c *Config) *string { return &c.EurekaServer.XMLCodecName }, compat.ParseXMLCodec)},
 	// goreka
 	{name: "goreka.cache.refresh-on-change", def: "true", doc: "Rebuild cached responses right after a registry change instead of waiting for the 30 s timer.", set: boolField(func(c *Config) *bool { return &c.Goreka.Cache.RefreshOnChange })},
 	{name: "goreka.snapshot.path", def: "", doc: "File to which the registry is saved and from which it is restored at start-up; empty disables snapshots.", set: strField(func(c *Config) *string { return &c.Goreka.Snapshot.Path })},
@@ -175,11 +184,7 @@ var ignored = []ignoredProp{
 	{name: "eureka.server.remote-region-trust-store"}, {name: "eureka.server.remote-region-trust-store-password"},
 	{name: "eureka.server.disable-transparent-fallback-to-other-region"},
 	{name: "eureka.server.batch-replication", note: "goreka always replicates in batches"},
-	{name: "eureka.server.rate-limiter-enabled"}, {name: "eureka.server.rate-limiter-throttle-standard-clients"},
-	{name: "eureka.server.rate-limiter-privileged-clients"}, {name: "eureka.server.rate-limiter-burst-size"},
-	{name: "eureka.server.rate-limiter-registry-fetch-average-rate"}, {name: "eureka.server.rate-limiter-full-fetch-average-rate"},
 	{name: "eureka.server.log-identity-headers"}, {name: "eureka.server.list-auto-scaling-groups-role-name"},
-	{name: "eureka.server.json-codec-name"}, {name: "eureka.server.xml-codec-name"},
 	{name: "eureka.server.route53-bind-rebind-retries"}, {name: "eureka.server.route53-binding-retry-interval-ms"},
 	{name: "eureka.server.route53-domain-t-t-l"}, {name: "eureka.server.binding-strategy"},
 	{name: "eureka.server.initial-capacity-of-response-cache"}, {name: "eureka.server.use-aws-asg-api"},
@@ -241,6 +246,27 @@ func nonEmptyField(f func(*Config) *string) setter {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			return errors.New("must not be empty")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+// listField takes a comma-separated list (Spring's form of a list).
+func listField(f func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		*f(c) = splitList(v)
+		return nil
+	}
+}
+
+// codecField takes a codec name as the Java server does (case-sensitive)
+// and refuses one that parse does not implement.
+func codecField(f func(*Config) *string, parse func(string) (compat.Codec, error)) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if _, err := parse(v); err != nil {
+			return err
 		}
 		*f(c) = v
 		return nil

@@ -1,0 +1,215 @@
+//go:build compat
+
+package suite
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"testing"
+)
+
+// The rate limiter under real clients (issue 15): goreka runs with eureka.server.rate-limiter-enabled and
+// small buckets (burst 5, 50 fetches/s, 5 full fetches/s). A loop of full fetches with no client identity,
+// about 25/s, must be throttled, while a Spring agent (and the Netflix Java agent when built) keep fetching
+// their deltas: none of their fetches is refused, and they see an app registered during the load.
+
+var rateLimitChecks = []string{
+	"loop is throttled",
+	"clients' fetches never refused",
+	"clients see a new app under load",
+}
+
+var rateLimitArgs = []string{
+	"--eureka.server.rate-limiter-enabled=true",
+	"--eureka.server.rate-limiter-burst-size=5",
+	"--eureka.server.rate-limiter-registry-fetch-average-rate=50",
+	"--eureka.server.rate-limiter-full-fetch-average-rate=5",
+}
+
+func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string]error) []mixedResult {
+	results := map[string]result{}
+	out := func(msg string) []mixedResult {
+		var r []mixedResult
+		for _, c := range rateLimitChecks {
+			res, ok := results[c]
+			if !ok {
+				res = result{fail, msg}
+			}
+			r = append(r, mixedResult{c, res})
+		}
+		return r
+	}
+	var kinds []string
+	for _, c := range []string{"spring-boot3", "spring-boot4", "netflix-java"} {
+		if slices.Contains(clients, c) && buildErr[c] == nil {
+			kinds = append(kinds, c)
+		}
+	}
+	if !slices.ContainsFunc(kinds, func(c string) bool { return strings.HasPrefix(c, "spring-boot") }) {
+		return out("needs a built spring-boot3 or spring-boot4 agent in COMPAT_CLIENTS")
+	}
+	gt, err := s.target(t, "goreka")
+	if err != nil {
+		return out("goreka build failed: " + err.Error())
+	}
+	outDir := filepath.Join(s.out, "ratelimit")
+	_ = os.RemoveAll(outDir)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &server{tg: gt, port: port, log: filepath.Join(outDir, "goreka.log"), args: rateLimitArgs,
+		api: eurekaAPI{base: fmt.Sprintf("http://127.0.0.1:%d/eureka/", port)}}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var gErr error
+	wg.Go(func() { gErr = s.startServer(g) })
+	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	agentsDir := filepath.Join(s.root, "compat", "agents")
+	var agents []*agent
+	var startErrs []error
+	for _, c := range kinds {
+		a, err := startAgent(s.ps, agentsDir, outDir, c, c+"-rl", target, "", "compat=rl")
+		if err != nil {
+			startErrs = append(startErrs, err)
+			continue
+		}
+		agents = append(agents, a)
+	}
+	wg.Wait()
+	defer func() {
+		for _, a := range agents {
+			wg.Go(func() { _ = a.p.stop(syscall.SIGTERM, 15*time.Second); a.proxy.Close() })
+		}
+		wg.Wait()
+		if g.p != nil {
+			_ = g.p.stop(syscall.SIGTERM, 20*time.Second)
+		}
+		t.Logf("rate limiter: done in %s", time.Since(start).Round(time.Second))
+	}()
+	if gErr != nil || len(startErrs) > 0 {
+		return out(fmt.Sprintf("start-up: %v %v", gErr, startErrs))
+	}
+	for _, a := range agents {
+		if err := waitFor(300*time.Second, a.app+" is UP on the server", func() (bool, string) {
+			l, err := g.api.instances(a.app)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(l, []string{a.id + " UP"}), fmt.Sprintf("%q", l)
+		}); err != nil {
+			t.Logf("rate limiter: %v\n--- %s (tail)\n%s", err, a.p.log, tail(a.p.log, 30))
+			return out("agents did not start")
+		}
+	}
+	before := map[*agent]map[string]int{}
+	for _, a := range agents {
+		before[a] = a.proxy.Snapshot()
+	}
+
+	// The loop: full fetches without DiscoveryIdentity-Name for 15 s.
+	codes := map[int]int{}
+	var mu sync.Mutex
+	stop := time.Now().Add(15 * time.Second)
+	var loop sync.WaitGroup
+	loop.Go(func() {
+		for time.Now().Before(stop) {
+			code, _, err := g.api.do(http.MethodGet, "apps/", nil, "application/json")
+			if err == nil {
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+	})
+	time.Sleep(3 * time.Second)
+	seenErr := g.api.register("rl-new", "rl-new-1", 18999)
+	if seenErr == nil {
+		for _, a := range agents {
+			if seenErr = waitSeen(a, "rl-new", 1, 10*time.Second); seenErr != nil {
+				break
+			}
+		}
+	}
+	loop.Wait()
+
+	mu.Lock()
+	throttled, admitted := codes[http.StatusServiceUnavailable], codes[http.StatusOK]
+	mu.Unlock()
+	if throttled > 0 && admitted > 0 && throttled+admitted == sumValues(codes) {
+		results["loop is throttled"] = result{pass, fmt.Sprintf("%d x 503, %d x 200", throttled, admitted)}
+	} else {
+		results["loop is throttled"] = result{fail, fmt.Sprintf("loop answers %v", codes)}
+	}
+	var refused []string
+	var fetches int
+	for _, a := range agents {
+		after := a.proxy.Snapshot()
+		for _, op := range []string{"GET apps/", "GET apps/delta"} {
+			fetches += diff(before[a], after, op)
+			if n := diff(before[a], after, fmt.Sprintf("%s %d", op, http.StatusServiceUnavailable)); n > 0 {
+				refused = append(refused, fmt.Sprintf("%s: %d x %s 503", a.app, n, op))
+			}
+		}
+	}
+	switch {
+	case len(refused) > 0:
+		results["clients' fetches never refused"] = result{fail, strings.Join(refused, "; ")}
+	case fetches == 0:
+		results["clients' fetches never refused"] = result{fail, "the agents fetched nothing during the load"}
+	default:
+		results["clients' fetches never refused"] = result{pass, fmt.Sprintf("%d fetches by %s", fetches, strings.Join(kinds, ", "))}
+	}
+	if seenErr != nil {
+		results["clients see a new app under load"] = result{fail, seenErr.Error()}
+	} else {
+		results["clients see a new app under load"] = result{pass, ""}
+	}
+	return out("")
+}
+
+func sumValues(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func renderRateLimit(res []mixedResult) string {
+	var b strings.Builder
+	b.WriteString("## rate limiter: goreka with rate-limiter-enabled, a non-standard client in a loop, real clients fetching\n\n| run |")
+	for _, r := range res {
+		fmt.Fprintf(&b, " %s |", r.check)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(res)) + "\n| goreka |")
+	var details []string
+	for _, r := range res {
+		cell := "pass"
+		if r.outcome != pass {
+			cell = "FAIL"
+		}
+		fmt.Fprintf(&b, " %s |", cell)
+		if r.detail != "" {
+			details = append(details, fmt.Sprintf("- %s: %s", r.check, strings.SplitN(r.detail, "\n", 2)[0]))
+		}
+	}
+	b.WriteString("\n")
+	if len(details) > 0 {
+		b.WriteString("\nDetails:\n" + strings.Join(details, "\n") + "\n")
+	}
+	return b.String()
+}
