@@ -18,25 +18,37 @@ var (
 	descExpired       = peerDesc("goreka_replication_expired_total", "Replication tasks that expired while queued.")
 	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).")
 	descLastSuccessTS = peerDesc("goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.")
+
+	descPeers       = prometheus.NewDesc("goreka_replication_peers", "Peers this server replicates to.", nil, nil)
+	descPeerChanges = prometheus.NewDesc("goreka_replication_peer_changes_total", "Peers added to or removed from the peer set while running.", []string{"change"}, nil)
 )
 
 func peerDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, append([]string{"peer"}, labels...), nil)
 }
 
-// collector exposes a Status func as per-peer series.
-type collector struct{ status func() []PeerStatus }
+// collector exposes a Status func as per-peer series, and the peer count.
+type collector struct {
+	status  func() []PeerStatus
+	changes func() (added, removed uint64) // nil: no change counters
+}
 
 // NewCollector returns a Prometheus collector of the per-peer replication
-// series (label peer, the scrubbed URL), calling status once per scrape.
-func NewCollector(status func() []PeerStatus) prometheus.Collector { return collector{status} }
+// series (label peer, the scrubbed URL) and the peer count, calling status
+// once per scrape.
+func NewCollector(status func() []PeerStatus) prometheus.Collector {
+	return collector{status: status}
+}
 
-// Collector returns the collector of r's peers.
-func (r *Replicator) Collector() prometheus.Collector { return NewCollector(r.Status) }
+// Collector returns the collector of r's peers, with the counters of peer
+// set changes.
+func (r *Replicator) Collector() prometheus.Collector {
+	return collector{status: r.Status, changes: r.PeerChanges}
+}
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
-		descDropped, descExpired, descCoalesced, descLastSuccessTS} {
+		descDropped, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges} {
 		ch <- d
 	}
 }
@@ -48,7 +60,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	for _, p := range c.status() {
+	peers := c.status()
+	gauge(descPeers, float64(len(peers)))
+	if c.changes != nil {
+		added, removed := c.changes()
+		counter(descPeerChanges, added, "added")
+		counter(descPeerChanges, removed, "removed")
+	}
+	for _, p := range peers {
 		up := 0.0
 		if p.State == "up" {
 			up = 1

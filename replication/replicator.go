@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goreka/goreka/compat"
@@ -19,10 +20,29 @@ type Replicator struct {
 	reg    *registry.Registry
 	client peerClient
 	http   *httpClient
-	peers  []*peerState
 	log    *slog.Logger
 	// sleep waits between sync attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
+
+	// set is the current peer set, replaced as a whole by SetPeers, so the
+	// renew path reads it without a lock.
+	set   atomic.Pointer[[]*peerState]
+	setMu sync.Mutex // serialises SetPeers
+	// mu orders changes of the set against OnEvent (see SetPeers) and
+	// guards what follows.
+	mu      sync.Mutex
+	seen    int64     // revision of the last event OnEvent handled
+	run     *runState // the running Run, nil outside it
+	seeds   uint64    // jitter streams handed out so far
+	added   uint64    // peers added by SetPeers
+	removed uint64    // peers removed by SetPeers
+}
+
+// runState is one call of Run: the context senders run under and the
+// senders it waits for.
+type runState struct {
+	ctx context.Context
+	wg  sync.WaitGroup
 }
 
 type peerState struct {
@@ -33,7 +53,13 @@ type peerState struct {
 
 	sendMu sync.Mutex // one batch in flight per peer keeps per-instance order
 
+	// stop and done are the running sender's cancel and exit signal; nil
+	// until a Run starts it. Guarded by Replicator.mu.
+	stop context.CancelFunc
+	done chan struct{}
+
 	mu      sync.Mutex
+	gone    bool // removed from the set: the queue is freed, pushes are ignored
 	q       *queue
 	seen    int64 // revision of the last registry change OnEvent handled
 	st      counters
@@ -61,17 +87,34 @@ func newReplicator(cfg Config, reg *registry.Registry, peers []Peer, c peerClien
 	cfg.fill()
 	r := &Replicator{cfg: cfg, reg: reg, client: c, http: h, sleep: sleepCtx,
 		log: cfg.Logger.With("component", "replication")}
-	for i, p := range peers {
-		r.peers = append(r.peers, &peerState{
-			peer: p,
-			log:  r.log.With("peer", p.URL),
-			wake: make(chan struct{}, 1),
-			rnd:  rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
-			q:    newQueue(cfg.MaxElementsInPeerReplicationPool),
-		})
+	var set []*peerState
+	seen := map[string]bool{}
+	for _, p := range peers {
+		if k := peerKey(p); !seen[k] {
+			seen[k] = true
+			set = append(set, r.newPeerState(p))
+		}
 	}
+	r.set.Store(&set)
 	return r
 }
+
+// newPeerState returns the state of a new peer: an empty queue and its own
+// jitter stream. Callers hold r.mu or own r.
+func (r *Replicator) newPeerState(p Peer) *peerState {
+	ps := &peerState{
+		peer: p,
+		log:  r.log.With("peer", p.URL),
+		wake: make(chan struct{}, 1),
+		rnd:  rand.New(rand.NewPCG(r.cfg.Seed, r.seeds)),
+		q:    newQueue(r.cfg.MaxElementsInPeerReplicationPool),
+	}
+	r.seeds++
+	return ps
+}
+
+// list returns the current peer set; callers must not modify it.
+func (r *Replicator) list() []*peerState { return *r.set.Load() }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -86,8 +129,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Peers returns the peers this Replicator sends to.
 func (r *Replicator) Peers() []Peer {
-	out := make([]Peer, len(r.peers))
-	for i, p := range r.peers {
+	ps := r.list()
+	out := make([]Peer, len(ps))
+	for i, p := range ps {
 		out[i] = p.peer
 	}
 	return out
@@ -101,7 +145,13 @@ func (r *Replicator) Peers() []Peer {
 // corrections on renew and adopted overrides (the heartbeat carries those)
 // are not replicated.
 func (r *Replicator) OnEvent(e registry.Event) {
-	if len(r.peers) == 0 {
+	// A peer added by SetPeers gets the changes after r.seen, no earlier
+	// one: the set is read under the lock that records the revision.
+	r.mu.Lock()
+	r.seen = e.Revision
+	peers := r.list()
+	r.mu.Unlock()
+	if len(peers) == 0 {
 		return
 	}
 	item, ok := itemOf(&e)
@@ -110,7 +160,7 @@ func (r *Replicator) OnEvent(e registry.Event) {
 	if ok {
 		t = task{item: item, enqueued: now, expires: now.Add(r.ttl(item.Action, e.Instance()))}
 	}
-	for _, p := range r.peers {
+	for _, p := range peers {
 		p.mu.Lock()
 		p.seen = e.Revision
 		if ok {
@@ -127,7 +177,8 @@ func (r *Replicator) OnEvent(e registry.Event) {
 // OnRenew queues a heartbeat for every peer (a registry OnRenew hook, called
 // concurrently by renewing requests). Heartbeats from peers are not sent on.
 func (r *Replicator) OnRenew(rn registry.Renewal) {
-	if rn.FromPeer || len(r.peers) == 0 || rn.Instance == nil {
+	peers := r.list()
+	if rn.FromPeer || len(peers) == 0 || rn.Instance == nil {
 		return
 	}
 	it := compat.ReplicationItem{Action: compat.ActionHeartbeat, AppName: rn.App, ID: rn.ID,
@@ -135,7 +186,7 @@ func (r *Replicator) OnRenew(rn registry.Renewal) {
 	setDirty(&it, rn.Instance)
 	now := r.cfg.Now()
 	exp := now.Add(r.ttl(it.Action, rn.Instance))
-	for _, p := range r.peers {
+	for _, p := range peers {
 		p.enqueue(&task{item: it, enqueued: now, expires: exp})
 	}
 }
@@ -161,6 +212,9 @@ func (p *peerState) enqueue(t *task) {
 }
 
 func (p *peerState) pushLocked(t *task) {
+	if p.gone {
+		return
+	}
 	coalesced, dropped := p.q.push(t)
 	if coalesced {
 		p.st.coalesced++
@@ -217,15 +271,39 @@ func itemOf(e *registry.Event) (compat.ReplicationItem, bool) {
 }
 
 // Run starts one sender per peer and blocks until ctx is done; it then
-// waits for the senders and returns nil. Tasks still queued stay queued for
-// Flush.
+// waits for the senders and returns nil. Peers added by SetPeers meanwhile
+// get a sender at once, removed ones lose theirs. Tasks still queued stay
+// queued for Flush. Run must not be called again before it returned.
 func (r *Replicator) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, p := range r.peers {
-		wg.Go(func() { r.runPeer(ctx, p) })
+	rs := &runState{ctx: ctx}
+	r.mu.Lock()
+	if r.run != nil {
+		r.mu.Unlock()
+		return errors.New("replication: Run is already running")
 	}
-	wg.Wait()
+	r.run = rs
+	for _, p := range r.list() {
+		r.startLocked(p)
+	}
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	r.run = nil
+	r.mu.Unlock()
+	rs.wg.Wait()
 	return nil
+}
+
+// startLocked starts p's sender under the running Run; r.mu is held.
+func (r *Replicator) startLocked(p *peerState) {
+	ctx, cancel := context.WithCancel(r.run.ctx)
+	done := make(chan struct{})
+	p.stop, p.done = cancel, done
+	r.run.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		r.runPeer(ctx, p)
+	})
 }
 
 // runPeer forms batches: it sends when BatchSize tasks are pending or the
@@ -454,7 +532,7 @@ func (r *Replicator) Flush(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, p := range r.peers {
+	for _, p := range r.list() {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				p.mu.Lock()
@@ -507,8 +585,9 @@ type Failures struct {
 // Status returns the state of every peer, in peer order.
 func (r *Replicator) Status() []PeerStatus {
 	now := r.cfg.Now()
-	out := make([]PeerStatus, 0, len(r.peers))
-	for _, p := range r.peers {
+	peers := r.list()
+	out := make([]PeerStatus, 0, len(peers))
+	for _, p := range peers {
 		p.mu.Lock()
 		s := PeerStatus{
 			URL: p.peer.URL, State: "up", QueueDepth: p.q.len(),
