@@ -15,6 +15,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -42,7 +43,12 @@ type app struct {
 	metrics *metrics.Metrics
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
+	me      replication.SelfInfo
 
+	// reload re-reads the configuration's service URLs and hup asks for it
+	// (SIGHUP); main sets both, tests may leave them nil.
+	reload func() ([]string, error)
+	hup    <-chan struct{}
 }
 
 // The evictor is the read gate and the lease-expiration switch of the
@@ -66,6 +72,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
 
 	self := selfInfo(cfg)
+	a.me = self
 	peers, err := replication.Peers(peerURLs(cfg), self)
 	if err != nil {
 		return nil, err
@@ -75,7 +82,8 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
-	if cfg.Client.RegisterWithEureka && len(peers) > 0 {
+	if cfg.Client.RegisterWithEureka {
+		// Also without peers yet: DNS or a reload may add them.
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
@@ -257,6 +265,13 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		}
 		close(errc)
 	}()
+	if srcs := peerSources(a.cfg, a.reload, a.hup); srcs != nil {
+		// Resolved once before the start-up sync, so that it asks the
+		// peers DNS knows.
+		w := &discovery.Watcher{Sources: srcs, Apply: a.applyPeers, Logger: a.log.With("component", "discovery")}
+		w.Init(ctx)
+		wg.Go(func() { a.runLoop(ctx, "peer discovery", w.Run) })
+	}
 	count := a.syncUp(ctx)
 	if restored > 0 && count == 0 {
 		// Standalone, or no peer answered: the snapshot is the best estimate
@@ -304,6 +319,19 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		_ = a.snap.Flush() // after the last request; the store logs a failure
 	}
 	return serveErr
+}
+
+// applyPeers makes a new peer list (from DNS or the configuration file)
+// the one replication and self-registration use.
+func (a *app) applyPeers(urls []string) {
+	peers, err := replication.Peers(urls, a.me)
+	if err != nil {
+		a.log.Warn("peer URLs skipped", "err", err)
+	}
+	a.repl.SetPeers(peers)
+	if a.self != nil {
+		a.self.SetPeers(peers)
+	}
 }
 
 // syncUp is Eureka's start-up sync: copy the peers' registries before
