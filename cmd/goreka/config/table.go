@@ -189,7 +189,7 @@ var ignored = []ignoredProp{
 	{name: "eureka.client.eureka-server-read-timeout-seconds", note: "see eureka.server.peer-node-read-timeout-ms"},
 	{name: "eureka.client.eureka-server-connect-timeout-seconds", note: "see eureka.server.peer-node-connect-timeout-ms"},
 	{name: "eureka.client.backup-registry-impl"}, {name: "eureka.client.eureka-server-total-connections"},
-	{name: "eureka.client.eureka-server-total-connections-per-host"}, 	{name: "eureka.client.eureka-connection-idle-timeout-seconds"}, {name: "eureka.client.registry-refresh-single-vip-address"},
+	{name: "eureka.client.eureka-server-total-connections-per-host"}, {name: "eureka.client.eureka-connection-idle-timeout-seconds"}, {name: "eureka.client.registry-refresh-single-vip-address"},
 	{name: "eureka.client.heartbeat-executor-thread-pool-size"}, {name: "eureka.client.heartbeat-executor-exponential-back-off-bound"},
 	{name: "eureka.client.cache-refresh-executor-thread-pool-size"}, {name: "eureka.client.cache-refresh-executor-exponential-back-off-bound"},
 	{name: "eureka.client.g-zip-content"},
