@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,11 @@ import (
 type hostTransport map[string]http.Handler
 
 func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return handlerTransport{t[req.URL.Hostname()]}.RoundTrip(req)
+	h := t[req.URL.Hostname()]
+	if h == nil {
+		return nil, fmt.Errorf("dial tcp %s: connection refused", req.URL.Host)
+	}
+	return handlerTransport{h}.RoundTrip(req)
 }
 
 // stallable wraps a handler; while stalled, batch requests block until the
@@ -325,5 +330,68 @@ func TestSelfRegistrarSetPeers(t *testing.T) {
 		if registered(fb) {
 			t.Error("still registered with b after shutdown")
 		}
+	})
+}
+
+// Replicas come from replication health, never from host names: with no
+// traffic, idle probes (empty batches) find the peer that answers, the one
+// that answers 503 and the one that cannot be reached; a local registration
+// whose host name matches a failing peer changes nothing.
+func TestReplicasFromHealth(t *testing.T) {
+	fa, fb := peertest.New(t), peertest.New(t)
+	fb.SetBatchStatus(http.StatusServiceUnavailable)
+	tr := hostTransport{"peer-a": fa.Server.Config.Handler, "peer-b": fb.Server.Config.Handler}
+	synctest.Test(t, func(t *testing.T) {
+		reg := registry.New(registry.Options{})
+		b := instance("EUREKA-SERVER", "peer-b:eureka-server:8761", time.Now())
+		b.HostName = "peer-b"
+		reg.Register(b, true)
+		peers := []Peer{mustPeer(t, "http://peer-a/eureka/"), mustPeer(t, "http://peer-b/eureka/"), mustPeer(t, "http://peer-c/eureka/")}
+		rep := New(Config{Seed: 1, Logger: testLogger(t), HTTPClient: &http.Client{Transport: tr}}, reg, peers)
+		if _, avail, _ := rep.Replicas(); len(avail) != 0 {
+			t.Fatalf("available before any contact: %q", avail)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { rep.Run(ctx); close(done) }()
+		time.Sleep(29 * time.Second)
+		synctest.Wait()
+		if n := len(fa.Batches()); n != 0 {
+			t.Fatalf("probed before the interval: %d", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		regd, avail, unavail := rep.Replicas()
+		if len(regd) != 3 || !slices.Equal(avail, []string{"http://peer-a/eureka/"}) ||
+			!slices.Equal(unavail, []string{"http://peer-b/eureka/", "http://peer-c/eureka/"}) {
+			t.Fatalf("registered %q available %q unavailable %q", regd, avail, unavail)
+		}
+		if b := fa.Batches(); len(b) != 1 || len(b[0]) != 0 {
+			t.Errorf("probe batches %v", b)
+		}
+		if st := rep.Status()[0]; st.BatchesSent != 0 {
+			t.Errorf("a probe counted as a batch: %+v", st)
+		}
+		// b recovers: its next probe (after the back-off) makes it available.
+		fb.SetBatchStatus(0)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, avail, _ := rep.Replicas(); !slices.Equal(avail, []string{"http://peer-a/eureka/", "http://peer-b/eureka/"}) {
+			t.Errorf("after b recovered: available %q", avail)
+		}
+		// a steady flow of batches needs no probes.
+		np := len(fa.Batches())
+		for i := range 10 {
+			rep.OnEvent(registry.Event{Kind: registry.EventCancel, App: "APP", ID: fmt.Sprint("i-", i)})
+			time.Sleep(10 * time.Second)
+		}
+		synctest.Wait()
+		for _, b := range fa.Batches()[np:] {
+			if len(b) == 0 {
+				t.Error("probe sent while batches flow")
+			}
+		}
+		cancel()
+		<-done
 	})
 }

@@ -58,13 +58,14 @@ type peerState struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu      sync.Mutex
-	gone    bool // removed from the set: the queue is freed, pushes are ignored
-	q       *queue
-	seen    int64 // revision of the last registry change OnEvent handled
-	st      counters
-	streak  int     // consecutive retryable failures
-	lastErr failure // kind of the last failure, 0 after a success
+	mu          sync.Mutex
+	gone        bool // removed from the set: the queue is freed, pushes are ignored
+	q           *queue
+	seen        int64 // revision of the last registry change OnEvent handled
+	st          counters
+	lastContact time.Time // last answer or failure, for probes
+	streak      int       // consecutive retryable failures
+	lastErr     failure   // kind of the last failure, 0 after a success
 }
 
 type counters struct {
@@ -327,12 +328,24 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		n, oldest := p.q.len(), p.q.oldest()
+		contact := p.lastContact
 		p.mu.Unlock()
 		if n == 0 {
-			select {
-			case <-ctx.Done():
+			if contact.IsZero() {
+				contact = r.cfg.Now() // started: the first probe after one interval
+				p.mu.Lock()
+				p.lastContact = contact
+				p.mu.Unlock()
+			}
+			d := contact.Add(r.cfg.ProbeInterval).Sub(r.cfg.Now())
+			if d <= 0 {
+				if backoff := r.probe(ctx, p); backoff > 0 && !wait(backoff) {
+					return
+				}
+				continue
+			}
+			if !wait(d) {
 				return
-			case <-p.wake:
 			}
 			continue
 		}
@@ -353,6 +366,25 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 			}
 		}
 	}
+}
+
+// probe sends an empty batch to an idle peer: the answer is the peer's
+// availability. A failure counts and backs off like a batch's.
+func (r *Replicator) probe(ctx context.Context, p *peerState) time.Duration {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	resps, err := r.client.sendBatch(ctx, &p.peer, nil)
+	if err == nil && len(resps) != 0 {
+		err = fmt.Errorf("%w: %d answers to an empty batch", errBadResponse, len(resps))
+	}
+	if ctx.Err() != nil {
+		return 0
+	}
+	if err != nil {
+		return r.failed(p, nil, err)
+	}
+	r.succeeded(p, 0)
+	return 0
 }
 
 // sendOnce sends one batch from the front of p's queue and handles the
@@ -405,9 +437,11 @@ func (r *Replicator) succeeded(p *peerState, n int) {
 	now := r.cfg.Now()
 	p.mu.Lock()
 	was := p.lastErr
-	p.st.batches++
-	p.st.items += uint64(n)
-	p.st.lastSuccess = now
+	if n > 0 { // 0: a probe
+		p.st.batches++
+		p.st.items += uint64(n)
+	}
+	p.st.lastSuccess, p.lastContact = now, now
 	p.st.backoffUntil = time.Time{}
 	p.streak, p.lastErr = 0, 0
 	p.mu.Unlock()
@@ -425,7 +459,7 @@ func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duratio
 	p.mu.Lock()
 	was := p.lastErr
 	p.lastErr = kind
-	p.st.lastErr, p.st.lastErrAt = err.Error(), now
+	p.st.lastErr, p.st.lastErrAt, p.lastContact = err.Error(), now, now
 	switch kind {
 	case failCongestion:
 		p.st.congestion++
@@ -575,6 +609,9 @@ type PeerStatus struct {
 	LastSuccess time.Time
 	LastError   string
 	LastErrorAt time.Time
+	// Available: the last batch or probe sent to the peer succeeded. A peer
+	// nothing was sent to yet is not available.
+	Available bool
 }
 
 // Failures counts failures by kind.
@@ -600,6 +637,7 @@ func (r *Replicator) Status() []PeerStatus {
 		if o := p.q.oldest(); !o.IsZero() {
 			s.Lag = max(now.Sub(o), 0)
 		}
+		s.Available = p.lastErr == 0 && !p.st.lastSuccess.IsZero()
 		switch {
 		case now.Before(p.st.backoffUntil):
 			s.State = "backing off"

@@ -178,7 +178,7 @@ func (a *app) StatusInfo() server.StatusInfo {
 			{"server-uptime", formatUptime(uptime)},
 		},
 	}
-	reg, avail, unavail := replication.Replicas(a.reg, a.cfg.AppName, a.repl.Peers())
+	reg, avail, unavail := a.repl.Replicas()
 	st.Application = [][2]string{
 		{"registered-replicas", strings.Join(reg, ", ")},
 		{"available-replicas", joinTrailing(avail)},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 )
 
@@ -36,7 +35,7 @@ func (a *app) DashboardData() server.DashboardData {
 		d.InstanceInfo = [][2]string{{"ipAddr", a.selfIn.IPAddr}, {"status", string(a.selfIn.Status)}}
 	}
 	peers := a.repl.Peers()
-	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = replication.Replicas(a.reg, a.cfg.AppName, peers)
+	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = a.repl.Replicas()
 	host := make(map[string]string, len(peers))
 	for _, p := range peers {
 		host[p.URL] = p.Host
