@@ -9,8 +9,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // /metrics needs no import of this package.
 var (
 	descQueue         = peerDesc("goreka_replication_queue_depth", "Replication tasks waiting for a peer.")
+	descQueueCap      = peerDesc("goreka_replication_queue_capacity", "Bound of a peer's replication queue (max-elements-in-peer-replication-pool); the oldest task is dropped beyond it.")
 	descLag           = peerDesc("goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.")
 	descUp            = peerDesc("goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.")
+	descAvailable     = peerDesc("goreka_replication_peer_available", "1 if the last batch or idle probe sent to the peer succeeded: the status page's available-replicas.")
 	descBatches       = peerDesc("goreka_replication_batches_total", "Replication batches a peer accepted.")
 	descItems         = peerDesc("goreka_replication_items_total", "Replication items sent in accepted batches.")
 	descFailures      = peerDesc("goreka_replication_failures_total", "Replication failures by kind: congestion, network, rejected, bad_response, item.", "kind")
@@ -29,8 +31,9 @@ func peerDesc(name, help string, labels ...string) *prometheus.Desc {
 
 // collector exposes a Status func as per-peer series, and the peer count.
 type collector struct {
-	status  func() []PeerStatus
-	changes func() (added, removed uint64) // nil: no change counters
+	status   func() []PeerStatus
+	capacity int                            // queue bound; 0: not reported
+	changes  func() (added, removed uint64) // nil: no change counters
 }
 
 // NewCollector returns a Prometheus collector of the per-peer replication
@@ -43,12 +46,12 @@ func NewCollector(status func() []PeerStatus) prometheus.Collector {
 // Collector returns the collector of r's peers, with the counters of peer
 // set changes.
 func (r *Replicator) Collector() prometheus.Collector {
-	return collector{status: r.Status, changes: r.PeerChanges}
+	return collector{status: r.Status, changes: r.PeerChanges, capacity: r.cfg.MaxElementsInPeerReplicationPool}
 }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
-		descDropped, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges} {
+		descDropped, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable} {
 		ch <- d
 	}
 }
@@ -73,8 +76,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		gauge(descQueue, float64(p.QueueDepth), p.URL)
+		if c.capacity > 0 {
+			gauge(descQueueCap, float64(c.capacity), p.URL)
+		}
 		gauge(descLag, p.Lag.Seconds(), p.URL)
 		gauge(descUp, up, p.URL)
+		avail := 0.0
+		if p.Available {
+			avail = 1
+		}
+		gauge(descAvailable, avail, p.URL)
 		counter(descBatches, p.BatchesSent, p.URL)
 		counter(descItems, p.ItemsSent, p.URL)
 		counter(descFailures, p.Failures.Congestion, p.URL, "congestion")

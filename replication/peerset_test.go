@@ -269,14 +269,14 @@ func TestPeerSetMetrics(t *testing.T) {
 			for _, l := range m.GetLabel() {
 				k += "{" + l.GetName() + "=" + l.GetValue() + "}"
 			}
-			if mf.GetName() == "goreka_replication_peers" {
+			if mf.GetName() == "goreka_replication_peers" || mf.GetName() == "goreka_replication_queue_capacity" {
 				got[k] = m.GetGauge().GetValue()
 			} else if mf.GetName() == "goreka_replication_peer_changes_total" {
 				got[k] = m.GetCounter().GetValue()
 			}
 		}
 	}
-	want := map[string]float64{"goreka_replication_peers": 2,
+	want := map[string]float64{"goreka_replication_peers": 2, "goreka_replication_queue_capacity{peer=http://c/eureka/}": 10000,
 		"goreka_replication_peer_changes_total{change=added}": 2, "goreka_replication_peer_changes_total{change=removed}": 1}
 	for k, v := range want {
 		if got[k] != v {
