@@ -8,9 +8,12 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +175,76 @@ func testDNSPeers(t *testing.T, mode dnsPeerMode) {
 	if !strings.Contains(string(body), `"unavailable-replicas":""`) {
 		t.Errorf("node A's status lists unavailable replicas: %s", body)
 	}
+}
+
+// The configuration file's service URLs are read again on SIGHUP and every
+// eureka.server.peer-eureka-nodes-update-interval-ms: a peer added to the
+// file is replicated to without a restart, one removed is dropped.
+func TestConfigFilePeersReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	ips := []string{"127.0.0.2", "127.0.0.3"}
+	port := clFreePort(t, ips...)
+	file := filepath.Join(t.TempDir(), "application.yml")
+	write := func(peers string) {
+		t.Helper()
+		y := "eureka:\n  server:\n    peer-eureka-nodes-update-interval-ms: 600000\n"
+		if peers != "" {
+			y += "  client:\n    service-url:\n      defaultZone: " + peers + "\n"
+		}
+		if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	mk := func(i int, extra ...string) *clNode {
+		ip := ips[i]
+		args := append([]string{"--server.port=" + strconv.Itoa(port), "--server.address=" + ip,
+			"--eureka.instance.hostname=" + ip, "--eureka.instance.ip-address=" + ip}, extra...)
+		return &clNode{t: t, name: string(rune('A' + i)), ip: ip, port: port, args: args,
+			url: fmt.Sprintf("http://%s/eureka/", net.JoinHostPort(ip, strconv.Itoa(port)))}
+	}
+	a := mk(0, "--spring.config.location="+file)
+	b := mk(1)
+	b.args = append(b.args, "--eureka.client.service-url.defaultZone="+a.url)
+	t.Cleanup(func() {
+		a.kill()
+		b.kill()
+		if t.Failed() {
+			t.Logf("%s\n%s", a.allLogs(), b.allLogs())
+		}
+	})
+	a.start()
+	b.start()
+	peers := func(n *clNode) float64 { return clMetrics(t, n)["goreka_replication_peers"] }
+	clWait(t, "A starts without peers, B with A", func() (bool, string) {
+		return peers(a) == 0 && peers(b) == 1, fmt.Sprint(peers(a), peers(b))
+	})
+	write(b.url)
+	a.signal(syscall.SIGHUP)
+	clWait(t, "A replicates to B after SIGHUP", func() (bool, string) {
+		m := clMetrics(t, a)
+		_, ok := m[`goreka_replication_queue_depth{peer="`+b.url+`"}`]
+		return ok && m["goreka_replication_peers"] == 1, fmt.Sprint(m["goreka_replication_peers"])
+	})
+	clRegister(t, a, "ORDERS", "o1", 30, 600)
+	clVisible(t, "o1 from A", time.Now(), 0, []*clNode{b}, clHas("ORDERS/o1", "UP"), "ORDERS")
+	if !a.alive() {
+		t.Fatal("SIGHUP stopped the server")
+	}
+	// An unreadable file keeps the peers (and says why).
+	if err := os.WriteFile(file, []byte("eureka: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.signal(syscall.SIGHUP)
+	clWait(t, "A logs the bad file", func() (bool, string) {
+		return strings.Contains(a.allLogs(), "peer source failing"), ""
+	})
+	if peers(a) != 1 {
+		t.Error("a bad file dropped the peers")
+	}
+	write("")
+	a.signal(syscall.SIGHUP)
+	clWait(t, "A drops B after SIGHUP", func() (bool, string) { return peers(a) == 0, fmt.Sprint(peers(a)) })
 }
