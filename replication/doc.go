@@ -96,8 +96,11 @@
 // name (spring.application.name, default eureka-server) and heartbeats like a
 // client, so stock Spring peers list it under available-replicas — provided
 // its hostName (eureka.instance.hostname) is the host the peers use in their
-// URL for it. Replicas computes registered, available and unavailable
-// replicas for this server's own status page by the same rule.
+// URL for it. For its own status page goreka does not use that rule:
+// Replicator.Replicas lists a peer as available when the last batch sent to
+// it succeeded, unavailable when it failed or nothing was answered yet; an
+// idle peer is sent an empty batch every ProbeInterval (30 s) so that its
+// state is known without traffic. Host names are never compared.
 //
 // # Observability
 //
