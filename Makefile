@@ -4,7 +4,7 @@ GO       ?= go
 BIN      ?= bin/goreka
 FUZZTIME ?= 10s
 
-.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock browser bench bench-quick ci clean
+.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock browser bench bench-quick ci clean deploy-check manifests
 
 all: build
 
@@ -41,6 +41,19 @@ fuzz:
 		echo "fuzz ./$$p $$t ($(FUZZTIME))"; \
 		$(GO) test ./$$p -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+# deploy/: helm lint and helm template of the chart, every rendered and
+# plain manifest decoded strictly into the Kubernetes API types, promtool
+# check/test of the alerting rules (deploy/check is its own Go module, so
+# that k8s.io/api stays out of goreka's). Without helm or promtool the
+# tests skip, except under CI=true. HELM selects the helm binary.
+deploy-check:
+	cd deploy/check && gofmt -l . | (! grep .) && $(GO) vet ./... && HELM=$(HELM) $(GO) test -count=1 ./...
+
+# Regenerate the plain manifests from the chart.
+HELM ?= helm
+manifests:
+	$(HELM) template goreka deploy/helm/goreka --namespace goreka -f deploy/kubernetes/values.yaml > deploy/kubernetes/goreka.yaml
 
 # The real-client compatibility suite (Spring Boot 3 and 4, Netflix Java,
 # Node, Python clients, and the stock Spring Eureka server as reference).

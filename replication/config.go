@@ -49,6 +49,11 @@ type Config struct {
 	NetworkFailureRetryDelay time.Duration
 	MaxRetryDelay            time.Duration
 
+	// ProbeInterval: a peer nothing was sent to for this long is sent an
+	// empty batch, so that its availability (Replicas, PeerStatus.Available)
+	// is known without traffic (default 30 s, a heartbeat interval).
+	ProbeInterval time.Duration
+
 	// UserAgent is sent on every peer call (default goreka-replication/dev).
 	UserAgent string
 	// HTTPClient replaces the client built from the timeouts (tests, TLS).
@@ -82,6 +87,7 @@ func (c *Config) fill() {
 	def(&c.CongestionRetryDelay, time.Second)
 	def(&c.NetworkFailureRetryDelay, 100*time.Millisecond)
 	def(&c.MaxRetryDelay, 30*time.Second)
+	def(&c.ProbeInterval, 30*time.Second)
 	if c.PeerNodeMaxIdleConnsPerHost <= 0 {
 		c.PeerNodeMaxIdleConnsPerHost = 8
 	}

@@ -18,6 +18,22 @@
 // become a preemptive basic-auth header on every call to that peer and are
 // scrubbed from every URL shown or logged.
 //
+// # Peer set changes
+//
+// Replicator.SetPeers and SelfRegistrar.SetPeers replace the peer set while
+// the server runs (cmd calls them when DNS or the configuration file gives
+// a new list). A new peer gets an empty queue and a sender, and the changes
+// the registry makes from then on; the rest reaches it as Eureka's protocol
+// gives it to any new node: its own start-up sync, and heartbeats it
+// answers 404 to, which are answered with a register. Its queue counts as
+// having seen every revision delivered before it joined, so that rule
+// (below) holds from the first heartbeat. A removed peer's sender is
+// stopped, its in-flight batch cancelled, its queue freed; nothing is
+// queued for it again. Peers in both sets are not touched. Every added and
+// removed peer is logged once (msg "peer added" / "peer removed") and
+// counted in goreka_replication_peer_changes_total{change}; the peer count
+// is goreka_replication_peers.
+//
 // # Queues and batches
 //
 // The registry reports each change to OnEvent in revision order, one at a
@@ -86,8 +102,11 @@
 // name (spring.application.name, default eureka-server) and heartbeats like a
 // client, so stock Spring peers list it under available-replicas — provided
 // its hostName (eureka.instance.hostname) is the host the peers use in their
-// URL for it. Replicas computes registered, available and unavailable
-// replicas for this server's own status page by the same rule.
+// URL for it. For its own status page goreka does not use that rule:
+// Replicator.Replicas lists a peer as available when the last batch sent to
+// it succeeded, unavailable when it failed or nothing was answered yet; an
+// idle peer is sent an empty batch every ProbeInterval (30 s) so that its
+// state is known without traffic. Host names are never compared.
 //
 // # Observability
 //

@@ -9,8 +9,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // /metrics needs no import of this package.
 var (
 	descQueue         = peerDesc("goreka_replication_queue_depth", "Replication tasks waiting for a peer.")
+	descQueueCap      = peerDesc("goreka_replication_queue_capacity", "Bound of a peer's replication queue (max-elements-in-peer-replication-pool); the oldest task is dropped beyond it.")
 	descLag           = peerDesc("goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.")
 	descUp            = peerDesc("goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.")
+	descAvailable     = peerDesc("goreka_replication_peer_available", "1 if the last batch or idle probe sent to the peer succeeded: the status page's available-replicas.")
 	descBatches       = peerDesc("goreka_replication_batches_total", "Replication batches a peer accepted.")
 	descItems         = peerDesc("goreka_replication_items_total", "Replication items sent in accepted batches.")
 	descFailures      = peerDesc("goreka_replication_failures_total", "Replication failures by kind: congestion, network, rejected, bad_response, item.", "kind")
@@ -18,25 +20,38 @@ var (
 	descExpired       = peerDesc("goreka_replication_expired_total", "Replication tasks that expired while queued.")
 	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).")
 	descLastSuccessTS = peerDesc("goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.")
+
+	descPeers       = prometheus.NewDesc("goreka_replication_peers", "Peers this server replicates to.", nil, nil)
+	descPeerChanges = prometheus.NewDesc("goreka_replication_peer_changes_total", "Peers added to or removed from the peer set while running.", []string{"change"}, nil)
 )
 
 func peerDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, append([]string{"peer"}, labels...), nil)
 }
 
-// collector exposes a Status func as per-peer series.
-type collector struct{ status func() []PeerStatus }
+// collector exposes a Status func as per-peer series, and the peer count.
+type collector struct {
+	status   func() []PeerStatus
+	capacity int                            // queue bound; 0: not reported
+	changes  func() (added, removed uint64) // nil: no change counters
+}
 
 // NewCollector returns a Prometheus collector of the per-peer replication
-// series (label peer, the scrubbed URL), calling status once per scrape.
-func NewCollector(status func() []PeerStatus) prometheus.Collector { return collector{status} }
+// series (label peer, the scrubbed URL) and the peer count, calling status
+// once per scrape.
+func NewCollector(status func() []PeerStatus) prometheus.Collector {
+	return collector{status: status}
+}
 
-// Collector returns the collector of r's peers.
-func (r *Replicator) Collector() prometheus.Collector { return NewCollector(r.Status) }
+// Collector returns the collector of r's peers, with the counters of peer
+// set changes.
+func (r *Replicator) Collector() prometheus.Collector {
+	return collector{status: r.Status, changes: r.PeerChanges, capacity: r.cfg.MaxElementsInPeerReplicationPool}
+}
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
-		descDropped, descExpired, descCoalesced, descLastSuccessTS} {
+		descDropped, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable} {
 		ch <- d
 	}
 }
@@ -48,14 +63,29 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	for _, p := range c.status() {
+	peers := c.status()
+	gauge(descPeers, float64(len(peers)))
+	if c.changes != nil {
+		added, removed := c.changes()
+		counter(descPeerChanges, added, "added")
+		counter(descPeerChanges, removed, "removed")
+	}
+	for _, p := range peers {
 		up := 0.0
 		if p.State == "up" {
 			up = 1
 		}
 		gauge(descQueue, float64(p.QueueDepth), p.URL)
+		if c.capacity > 0 {
+			gauge(descQueueCap, float64(c.capacity), p.URL)
+		}
 		gauge(descLag, p.Lag.Seconds(), p.URL)
 		gauge(descUp, up, p.URL)
+		avail := 0.0
+		if p.Available {
+			avail = 1
+		}
+		gauge(descAvailable, avail, p.URL)
 		counter(descBatches, p.BatchesSent, p.URL)
 		counter(descItems, p.ItemsSent, p.URL)
 		counter(descFailures, p.Failures.Congestion, p.URL, "congestion")

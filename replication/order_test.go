@@ -28,7 +28,7 @@ func queued(p *peerState) []string {
 func TestQueueKeepsEachInstancesOrder(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
-	p := rep.peers[0]
+	p := rep.list()[0]
 	if _, err := reg.Register(instance("APP", "a", clk.Now()), false); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestQueueKeepsEachInstancesOrder(t *testing.T) {
 func TestOnEventSkipsPeerChangesAndEvictions(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
-	p := rep.peers[0]
+	p := rep.list()[0]
 	if _, err := reg.Register(instance("APP", "a", clk.Now()), true); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestOnEventSkipsPeerChangesAndEvictions(t *testing.T) {
 func TestReregisterNeverOvertakesANewerChange(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
-	p := rep.peers[0]
+	p := rep.list()[0]
 	if _, err := reg.Register(instance("APP", "a", clk.Now()), false); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func wiredNoRun(t *testing.T, clk *clocktest.Clock) (*registry.Registry, *Replic
 func TestHeartbeatNeverOvertakesItsChange(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_000_000))
 	reg, rep := wiredNoRun(t, clk)
-	p := rep.peers[0]
+	p := rep.list()[0]
 	in, err := reg.Register(instance("APP", "a", clk.Now()), false)
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func TestDeadPeerMemoryBounded(t *testing.T) {
 	if st.QueueDepth != 1000 || st.Dropped != n-1000 || st.Coalesced != 1000 {
 		t.Errorf("depth %d dropped %d coalesced %d; want 1000 %d 1000", st.QueueDepth, st.Dropped, st.Coalesced, n-1000)
 	}
-	p := rep.peers[0]
+	p := rep.list()[0]
 	if len(p.q.last) != 1000 {
 		t.Errorf("index holds %d tasks", len(p.q.last))
 	}
@@ -162,7 +162,7 @@ func TestItemOf(t *testing.T) {
 	// A heartbeat carries the stored status and the override-map entry.
 	rep := New(Config{Now: clk.Now, Seed: 1}, reg, []Peer{mustPeer(t, "http://127.0.0.1:1/eureka/")})
 	rep.OnRenew(registry.Renewal{App: "APP", ID: "a", Instance: in, OverriddenStatus: registry.StatusOutOfService})
-	hb := rep.peers[0].q.head.item
+	hb := rep.list()[0].q.head.item
 	want := compat.ReplicationItem{AppName: "APP", ID: "a", Action: compat.ActionHeartbeat, Status: "UP", OverriddenStatus: "OUT_OF_SERVICE", LastDirtyTimestamp: ms, HasLastDirty: true}
 	if hb != want {
 		t.Errorf("heartbeat item = %+v, want %+v", hb, want)

@@ -1,32 +1,22 @@
 package replication
 
-import (
-	"strings"
-
-	"github.com/goreka/goreka/registry"
-)
-
 // Replicas computes the registered, available and unavailable replicas of
-// the status page as Eureka's StatusUtil does: every peer is registered; a
-// peer is available iff the local registry holds an instance of this
-// server's application (appName, e.g. EUREKA-SERVER) whose hostName is the
-// host of the peer's URL. Hosts compare case-insensitively (DNS names do);
-// Eureka compares exactly. The URLs are the peers' scrubbed URLs.
-func Replicas(reg *registry.Registry, appName string, peers []Peer) (registered, available, unavailable []string) {
-	app, _ := reg.Application(appName)
-	for _, p := range peers {
-		registered = append(registered, p.URL)
-		up := false
-		for _, v := range app.Instances {
-			if v.Instance != nil && strings.EqualFold(v.Instance.HostName, p.Host) {
-				up = true
-				break
-			}
-		}
-		if up {
-			available = append(available, p.URL)
+// the status page and the dashboard from replication health: every peer is
+// registered; a peer is available when the last batch (or idle probe) sent
+// to it succeeded, unavailable when it failed or nothing was answered yet.
+// Eureka's StatusUtil instead calls a peer available when the local
+// registry holds an instance of this server's application whose hostName is
+// the host of the peer's URL, which lists a StatefulSet's pods (registered
+// under their pod names, addressed by a Service name or an IP) as
+// unavailable while they replicate fine. The URLs are the peers' scrubbed
+// URLs, in peer order.
+func (r *Replicator) Replicas() (registered, available, unavailable []string) {
+	for _, s := range r.Status() {
+		registered = append(registered, s.URL)
+		if s.Available {
+			available = append(available, s.URL)
 		} else {
-			unavailable = append(unavailable, p.URL)
+			unavailable = append(unavailable, s.URL)
 		}
 	}
 	return registered, available, unavailable

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goreka/goreka/compat"
@@ -19,10 +20,29 @@ type Replicator struct {
 	reg    *registry.Registry
 	client peerClient
 	http   *httpClient
-	peers  []*peerState
 	log    *slog.Logger
 	// sleep waits between sync attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
+
+	// set is the current peer set, replaced as a whole by SetPeers, so the
+	// renew path reads it without a lock.
+	set   atomic.Pointer[[]*peerState]
+	setMu sync.Mutex // serialises SetPeers
+	// mu orders changes of the set against OnEvent (see SetPeers) and
+	// guards what follows.
+	mu      sync.Mutex
+	seen    int64     // revision of the last event OnEvent handled
+	run     *runState // the running Run, nil outside it
+	seeds   uint64    // jitter streams handed out so far
+	added   uint64    // peers added by SetPeers
+	removed uint64    // peers removed by SetPeers
+}
+
+// runState is one call of Run: the context senders run under and the
+// senders it waits for.
+type runState struct {
+	ctx context.Context
+	wg  sync.WaitGroup
 }
 
 type peerState struct {
@@ -33,12 +53,19 @@ type peerState struct {
 
 	sendMu sync.Mutex // one batch in flight per peer keeps per-instance order
 
-	mu      sync.Mutex
-	q       *queue
-	seen    int64 // revision of the last registry change OnEvent handled
-	st      counters
-	streak  int     // consecutive retryable failures
-	lastErr failure // kind of the last failure, 0 after a success
+	// stop and done are the running sender's cancel and exit signal; nil
+	// until a Run starts it. Guarded by Replicator.mu.
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu          sync.Mutex
+	gone        bool // removed from the set: the queue is freed, pushes are ignored
+	q           *queue
+	seen        int64 // revision of the last registry change OnEvent handled
+	st          counters
+	lastContact time.Time // last answer or failure, for probes
+	streak      int       // consecutive retryable failures
+	lastErr     failure   // kind of the last failure, 0 after a success
 }
 
 type counters struct {
@@ -61,17 +88,34 @@ func newReplicator(cfg Config, reg *registry.Registry, peers []Peer, c peerClien
 	cfg.fill()
 	r := &Replicator{cfg: cfg, reg: reg, client: c, http: h, sleep: sleepCtx,
 		log: cfg.Logger.With("component", "replication")}
-	for i, p := range peers {
-		r.peers = append(r.peers, &peerState{
-			peer: p,
-			log:  r.log.With("peer", p.URL),
-			wake: make(chan struct{}, 1),
-			rnd:  rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
-			q:    newQueue(cfg.MaxElementsInPeerReplicationPool),
-		})
+	var set []*peerState
+	seen := map[string]bool{}
+	for _, p := range peers {
+		if k := peerKey(p); !seen[k] {
+			seen[k] = true
+			set = append(set, r.newPeerState(p))
+		}
 	}
+	r.set.Store(&set)
 	return r
 }
+
+// newPeerState returns the state of a new peer: an empty queue and its own
+// jitter stream. Callers hold r.mu or own r.
+func (r *Replicator) newPeerState(p Peer) *peerState {
+	ps := &peerState{
+		peer: p,
+		log:  r.log.With("peer", p.URL),
+		wake: make(chan struct{}, 1),
+		rnd:  rand.New(rand.NewPCG(r.cfg.Seed, r.seeds)),
+		q:    newQueue(r.cfg.MaxElementsInPeerReplicationPool),
+	}
+	r.seeds++
+	return ps
+}
+
+// list returns the current peer set; callers must not modify it.
+func (r *Replicator) list() []*peerState { return *r.set.Load() }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -86,8 +130,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Peers returns the peers this Replicator sends to.
 func (r *Replicator) Peers() []Peer {
-	out := make([]Peer, len(r.peers))
-	for i, p := range r.peers {
+	ps := r.list()
+	out := make([]Peer, len(ps))
+	for i, p := range ps {
 		out[i] = p.peer
 	}
 	return out
@@ -101,7 +146,13 @@ func (r *Replicator) Peers() []Peer {
 // corrections on renew and adopted overrides (the heartbeat carries those)
 // are not replicated.
 func (r *Replicator) OnEvent(e registry.Event) {
-	if len(r.peers) == 0 {
+	// A peer added by SetPeers gets the changes after r.seen, no earlier
+	// one: the set is read under the lock that records the revision.
+	r.mu.Lock()
+	r.seen = e.Revision
+	peers := r.list()
+	r.mu.Unlock()
+	if len(peers) == 0 {
 		return
 	}
 	item, ok := itemOf(&e)
@@ -110,7 +161,7 @@ func (r *Replicator) OnEvent(e registry.Event) {
 	if ok {
 		t = task{item: item, enqueued: now, expires: now.Add(r.ttl(item.Action, e.Instance()))}
 	}
-	for _, p := range r.peers {
+	for _, p := range peers {
 		p.mu.Lock()
 		p.seen = e.Revision
 		if ok {
@@ -131,7 +182,8 @@ func (r *Replicator) OnEvent(e registry.Event) {
 // overtake that change, and is not queued for that peer; the change's own
 // task carries the newer state, and the next heartbeat follows it.
 func (r *Replicator) OnRenew(rn registry.Renewal) {
-	if rn.FromPeer || len(r.peers) == 0 || rn.Instance == nil {
+	peers := r.list()
+	if rn.FromPeer || len(peers) == 0 || rn.Instance == nil {
 		return
 	}
 	it := compat.ReplicationItem{Action: compat.ActionHeartbeat, AppName: rn.App, ID: rn.ID,
@@ -139,7 +191,7 @@ func (r *Replicator) OnRenew(rn registry.Renewal) {
 	setDirty(&it, rn.Instance)
 	now := r.cfg.Now()
 	exp := now.Add(r.ttl(it.Action, rn.Instance))
-	for _, p := range r.peers {
+	for _, p := range peers {
 		p.mu.Lock()
 		if rn.Revision > p.seen {
 			p.st.heldBack++
@@ -173,6 +225,9 @@ func (p *peerState) enqueue(t *task) {
 }
 
 func (p *peerState) pushLocked(t *task) {
+	if p.gone {
+		return
+	}
 	coalesced, dropped := p.q.push(t)
 	if coalesced {
 		p.st.coalesced++
@@ -242,15 +297,39 @@ func itemOf(e *registry.Event) (compat.ReplicationItem, bool) {
 }
 
 // Run starts one sender per peer and blocks until ctx is done; it then
-// waits for the senders and returns nil. Tasks still queued stay queued for
-// Flush.
+// waits for the senders and returns nil. Peers added by SetPeers meanwhile
+// get a sender at once, removed ones lose theirs. Tasks still queued stay
+// queued for Flush. Run must not be called again before it returned.
 func (r *Replicator) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, p := range r.peers {
-		wg.Go(func() { r.runPeer(ctx, p) })
+	rs := &runState{ctx: ctx}
+	r.mu.Lock()
+	if r.run != nil {
+		r.mu.Unlock()
+		return errors.New("replication: Run is already running")
 	}
-	wg.Wait()
+	r.run = rs
+	for _, p := range r.list() {
+		r.startLocked(p)
+	}
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	r.run = nil
+	r.mu.Unlock()
+	rs.wg.Wait()
 	return nil
+}
+
+// startLocked starts p's sender under the running Run; r.mu is held.
+func (r *Replicator) startLocked(p *peerState) {
+	ctx, cancel := context.WithCancel(r.run.ctx)
+	done := make(chan struct{})
+	p.stop, p.done = cancel, done
+	r.run.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		r.runPeer(ctx, p)
+	})
 }
 
 // runPeer forms batches: it sends when BatchSize tasks are pending or the
@@ -274,12 +353,24 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		n, oldest := p.q.len(), p.q.oldest()
+		contact := p.lastContact
 		p.mu.Unlock()
 		if n == 0 {
-			select {
-			case <-ctx.Done():
+			if contact.IsZero() {
+				contact = r.cfg.Now() // started: the first probe after one interval
+				p.mu.Lock()
+				p.lastContact = contact
+				p.mu.Unlock()
+			}
+			d := contact.Add(r.cfg.ProbeInterval).Sub(r.cfg.Now())
+			if d <= 0 {
+				if backoff := r.probe(ctx, p); backoff > 0 && !wait(backoff) {
+					return
+				}
+				continue
+			}
+			if !wait(d) {
 				return
-			case <-p.wake:
 			}
 			continue
 		}
@@ -300,6 +391,25 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 			}
 		}
 	}
+}
+
+// probe sends an empty batch to an idle peer: the answer is the peer's
+// availability. A failure counts and backs off like a batch's.
+func (r *Replicator) probe(ctx context.Context, p *peerState) time.Duration {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	resps, err := r.client.sendBatch(ctx, &p.peer, nil)
+	if err == nil && len(resps) != 0 {
+		err = fmt.Errorf("%w: %d answers to an empty batch", errBadResponse, len(resps))
+	}
+	if ctx.Err() != nil {
+		return 0
+	}
+	if err != nil {
+		return r.failed(p, nil, err)
+	}
+	r.succeeded(p, 0)
+	return 0
 }
 
 // sendOnce sends one batch from the front of p's queue and handles the
@@ -352,9 +462,11 @@ func (r *Replicator) succeeded(p *peerState, n int) {
 	now := r.cfg.Now()
 	p.mu.Lock()
 	was := p.lastErr
-	p.st.batches++
-	p.st.items += uint64(n)
-	p.st.lastSuccess = now
+	if n > 0 { // 0: a probe
+		p.st.batches++
+		p.st.items += uint64(n)
+	}
+	p.st.lastSuccess, p.lastContact = now, now
 	p.st.backoffUntil = time.Time{}
 	p.streak, p.lastErr = 0, 0
 	p.mu.Unlock()
@@ -372,7 +484,7 @@ func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duratio
 	p.mu.Lock()
 	was := p.lastErr
 	p.lastErr = kind
-	p.st.lastErr, p.st.lastErrAt = err.Error(), now
+	p.st.lastErr, p.st.lastErrAt, p.lastContact = err.Error(), now, now
 	switch kind {
 	case failCongestion:
 		p.st.congestion++
@@ -482,7 +594,7 @@ func (r *Replicator) Flush(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, p := range r.peers {
+	for _, p := range r.list() {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				p.mu.Lock()
@@ -526,6 +638,9 @@ type PeerStatus struct {
 	LastSuccess time.Time
 	LastError   string
 	LastErrorAt time.Time
+	// Available: the last batch or probe sent to the peer succeeded. A peer
+	// nothing was sent to yet is not available.
+	Available bool
 }
 
 // Failures counts failures by kind.
@@ -536,8 +651,9 @@ type Failures struct {
 // Status returns the state of every peer, in peer order.
 func (r *Replicator) Status() []PeerStatus {
 	now := r.cfg.Now()
-	out := make([]PeerStatus, 0, len(r.peers))
-	for _, p := range r.peers {
+	peers := r.list()
+	out := make([]PeerStatus, 0, len(peers))
+	for _, p := range peers {
 		p.mu.Lock()
 		s := PeerStatus{
 			URL: p.peer.URL, State: "up", QueueDepth: p.q.len(),
@@ -550,6 +666,7 @@ func (r *Replicator) Status() []PeerStatus {
 		if o := p.q.oldest(); !o.IsZero() {
 			s.Lag = max(now.Sub(o), 0)
 		}
+		s.Available = p.lastErr == 0 && !p.st.lastSuccess.IsZero()
 		switch {
 		case now.Before(p.st.backoffUntil):
 			s.State = "backing off"

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -83,11 +84,15 @@ func (s SelfInfo) Instance(lease registry.LeaseInfo, metadata map[string]string,
 // name with hostName = the host of their URL for it. cmd runs it only when
 // eureka.client.register-with-eureka is true.
 type SelfRegistrar struct {
-	cfg   Config
-	http  *httpClient
-	inst  *registry.Instance
-	peers []Peer
-	log   *slog.Logger
+	cfg  Config
+	http *httpClient
+	inst *registry.Instance
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	peers []Peer                        // the current set, in order
+	stops map[string]context.CancelFunc // running loops by peerKey
+	run   *runState                     // the running Run, nil outside it
 }
 
 // NewSelfRegistrar returns a registrar of self (see SelfInfo.Instance) with
@@ -95,7 +100,43 @@ type SelfRegistrar struct {
 func NewSelfRegistrar(cfg Config, self *registry.Instance, peers []Peer) *SelfRegistrar {
 	cfg.fill()
 	return &SelfRegistrar{cfg: cfg, http: newHTTPClient(&cfg), inst: self, peers: peers,
-		log: cfg.Logger.With("component", "replication")}
+		stops: map[string]context.CancelFunc{}, log: cfg.Logger.With("component", "replication")}
+}
+
+// SetPeers replaces the peers this server registers with: under a running
+// Run a new peer's loop starts at once (register, then heartbeats), a
+// removed peer's loop stops and cancels the registration there (bounded by
+// the timeouts; Run waits for it). The Replicator logs the change.
+func (s *SelfRegistrar) SetPeers(peers []Peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peers = append([]Peer(nil), peers...)
+	if s.run == nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, p := range peers {
+		k := peerKey(p)
+		keep[k] = true
+		if s.stops[k] == nil {
+			s.startLocked(p)
+		}
+	}
+	for k, stop := range s.stops {
+		if !keep[k] {
+			stop()
+			delete(s.stops, k)
+		}
+	}
+}
+
+func (s *SelfRegistrar) startLocked(p Peer) {
+	ctx, cancel := context.WithCancel(s.run.ctx)
+	s.stops[peerKey(p)] = cancel
+	s.run.wg.Go(func() {
+		defer cancel()
+		s.runPeer(ctx, p)
+	})
 }
 
 func (s *SelfRegistrar) interval() time.Duration {
@@ -104,13 +145,29 @@ func (s *SelfRegistrar) interval() time.Duration {
 
 // Run registers with every peer, heartbeats until ctx is done, then cancels
 // the registrations (bounded by the connect and read timeouts) and returns
-// nil. With no peers it returns at once.
+// nil. Peers set by SetPeers meanwhile are registered with at once.
 func (s *SelfRegistrar) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, p := range s.peers {
-		wg.Go(func() { s.runPeer(ctx, p) })
+	rs := &runState{ctx: ctx}
+	s.mu.Lock()
+	if s.run != nil {
+		s.mu.Unlock()
+		return errors.New("self-registration: Run is already running")
 	}
-	wg.Wait()
+	s.run = rs
+	seen := map[string]bool{}
+	for _, p := range s.peers {
+		if k := peerKey(p); !seen[k] {
+			seen[k] = true
+			s.startLocked(p)
+		}
+	}
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.run = nil
+	clear(s.stops)
+	s.mu.Unlock()
+	rs.wg.Wait()
 	return nil
 }
 

@@ -66,7 +66,7 @@ func TestClassify(t *testing.T) {
 
 func send(t *testing.T, rep *Replicator) (time.Duration, error) {
 	t.Helper()
-	return rep.sendOnce(t.Context(), rep.peers[0])
+	return rep.sendOnce(t.Context(), rep.list()[0])
 }
 
 // A heartbeat the peer does not know is answered 404; the sender then
@@ -77,7 +77,7 @@ func TestHeartbeat404SendsRegister(t *testing.T) {
 	clk := clocktest.New(time.UnixMilli(1_700_000_000_000))
 	reg, rep := wired(t, Config{Now: clk.Now}, fake)
 	in, _ := reg.Register(instance("APP", "a", clk.Now()), false)
-	rep.peers[0].q.take(10, clk.Now()) // forget the register: the peer never got it
+	rep.list()[0].q.take(10, clk.Now()) // forget the register: the peer never got it
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestHeartbeat409AdoptsPeerCopy(t *testing.T) {
 	newer.Status = registry.StatusDown
 	newer.Metadata = map[string]string{"v": "2"}
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.Now())
+	rep.list()[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
@@ -148,14 +148,14 @@ func TestHeartbeat409NotAdoptedAfterALocalChange(t *testing.T) {
 	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.Status = registry.StatusDown
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.Now())
+	rep.list()[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	// The local cancel happens after the heartbeat was queued; its own task
 	// is dropped here so that only the heartbeat's answer matters.
 	if err := reg.Cancel("APP", "a", false); err != nil {
 		t.Fatal(err)
 	}
-	p := rep.peers[0]
+	p := rep.list()[0]
 	p.mu.Lock()
 	hb := p.q.head
 	p.q = newQueue(100)
@@ -184,7 +184,7 @@ func TestHeartbeat409AdoptsPeerOverride(t *testing.T) {
 	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.OverriddenStatus = registry.StatusUp
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.Now())
+	rep.list()[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	if _, err := send(t, rep); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestHeartbeat409IgnoredWithoutTimestampSync(t *testing.T) {
 	newer := instance("APP", "a", clk.Now().Add(time.Minute))
 	newer.Status = registry.StatusDown
 	fake.Registry().Register(newer, true)
-	rep.peers[0].q.take(10, clk.Now())
+	rep.list()[0].q.take(10, clk.Now())
 	reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
 	send(t, rep)
 	if v, _ := reg.Get("APP", "a"); v.Instance.Status != registry.StatusUp {

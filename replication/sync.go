@@ -23,7 +23,8 @@ import (
 // to OpenForTraffic. The error joins the peers' fetch errors of the last try
 // when nothing was copied, or is ctx's error; the count is valid either way.
 func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duration) (int, error) {
-	if len(r.peers) == 0 {
+	peers := r.list()
+	if len(peers) == 0 {
 		return 0, nil
 	}
 	copied := map[registry.InstanceKey]bool{}
@@ -36,7 +37,7 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 			}
 		}
 		lastErrs = lastErrs[:0]
-		for _, p := range r.peers {
+		for _, p := range peers {
 			if err := ctx.Err(); err != nil {
 				return len(copied), err
 			}

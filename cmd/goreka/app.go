@@ -14,6 +14,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
@@ -45,6 +46,12 @@ type app struct {
 	metrics *metrics.Metrics
 	http    *http.Server
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
+	me      replication.SelfInfo
+
+	// reload re-reads the configuration's service URLs and hup asks for it
+	// (SIGHUP); main sets both, tests may leave them nil.
+	reload func() ([]string, error)
+	hup    <-chan struct{}
 }
 
 // The evictor is the read gate and the lease-expiration switch of the
@@ -69,6 +76,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
 
 	self := selfInfo(cfg)
+	a.me = self
 	peers, err := replication.Peers(peerURLs(cfg), self)
 	if err != nil {
 		return nil, err
@@ -78,7 +86,8 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
-	if cfg.Client.RegisterWithEureka && len(peers) > 0 {
+	if cfg.Client.RegisterWithEureka {
+		// Also without peers yet: DNS or a reload may add them.
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
@@ -188,7 +197,7 @@ func (a *app) StatusInfo() server.StatusInfo {
 			{"server-uptime", formatUptime(uptime)},
 		},
 	}
-	reg, avail, unavail := replication.Replicas(a.reg, a.cfg.AppName, a.repl.Peers())
+	reg, avail, unavail := a.repl.Replicas()
 	st.Application = server.ReplicaStats(reg, avail, unavail)
 	// This server's own instance is the coordinating discovery server here
 	// (what it registers with its peers says false: each server decides).
@@ -261,6 +270,13 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		}
 		close(errc)
 	}()
+	if srcs := peerSources(a.cfg, a.reload, a.hup); srcs != nil {
+		// Resolved once before the start-up sync, so that it asks the
+		// peers DNS knows.
+		w := &discovery.Watcher{Sources: srcs, Apply: a.applyPeers, Logger: a.log.With("component", "discovery")}
+		w.Init(ctx)
+		wg.Go(func() { a.runLoop(ctx, "peer discovery", w.Run) })
+	}
 	count := a.syncUp(ctx)
 	if restored > 0 && count == 0 {
 		// Standalone, or no peer answered: the snapshot is the best estimate
@@ -308,6 +324,19 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		_ = a.snap.Flush() // after the last request; the store logs a failure
 	}
 	return serveErr
+}
+
+// applyPeers makes a new peer list (from DNS or the configuration file)
+// the one replication and self-registration use.
+func (a *app) applyPeers(urls []string) {
+	peers, err := replication.Peers(urls, a.me)
+	if err != nil {
+		a.log.Warn("peer URLs skipped", "err", err)
+	}
+	a.repl.SetPeers(peers)
+	if a.self != nil {
+		a.self.SetPeers(peers)
+	}
 }
 
 // syncUp is Eureka's start-up sync: copy the peers' registries before

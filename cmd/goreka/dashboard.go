@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/health"
-	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 )
 
@@ -44,7 +43,7 @@ func (a *app) DashboardData() server.DashboardData {
 		d.InstanceInfo = [][2]string{{"ipAddr", a.selfIn.IPAddr}, {"status", string(a.selfIn.Status)}}
 	}
 	peers := a.repl.Peers()
-	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = replication.Replicas(a.reg, a.cfg.AppName, peers)
+	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = a.repl.Replicas()
 	host := make(map[string]string, len(peers))
 	for _, p := range peers {
 		host[p.URL] = p.Host

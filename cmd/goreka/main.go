@@ -79,11 +79,43 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "goreka: invalid configuration: %v\n", err)
 		return 2
 	}
+	// SIGHUP re-reads the configuration's service URLs (as does the timer
+	// of eureka.server.peer-eureka-nodes-update-interval-ms).
+	a.reload = func() ([]string, error) {
+		c, err := config.Load(args, environ, wd)
+		if err != nil {
+			return nil, err
+		}
+		return peerURLs(c), nil
+	}
+	a.hup = hangups(ctx)
 	if err := a.run(ctx, ln); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// hangups turns SIGHUP into a trigger channel until ctx is done.
+func hangups(ctx context.Context) <-chan struct{} {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
@@ -184,4 +187,58 @@ func httpServer(cfg *config.Config, h http.Handler, log *slog.Logger) *http.Serv
 		IdleTimeout:       hc.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
+}
+
+// peerSources are the origins of the peer list besides the start-up
+// configuration: the configuration file's service URLs again (reload, on
+// hup and every peer-eureka-nodes-update-interval-ms; nil when the caller
+// cannot reload), the headless DNS name and Eureka's TXT records. It
+// returns nil when the peer list is fixed.
+func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan struct{}) []discovery.Source {
+	static := peerURLs(cfg)
+	src := discovery.Source{Name: "service-url", Resolve: func(context.Context) ([]string, error) { return static, nil }}
+	if reload != nil {
+		src.Interval, src.Trigger = cfg.EurekaServer.PeerEurekaNodesUpdateInterval, hup
+		src.Resolve = func(context.Context) ([]string, error) { return reload() }
+	}
+	sources := []discovery.Source{src}
+	self := discoverySelf(cfg)
+	form := discovery.URLForm{Scheme: "http", User: cfg.Security.User, Password: cfg.Security.Password}
+	if cfg.TLSEnabled() {
+		form.Scheme = "https"
+	}
+	pc := cfg.Goreka.Peers
+	if pc.DNSName != "" {
+		l := discovery.NewLookup(pc.DNSServer, 0)
+		h := discovery.Headless{Name: pc.DNSName, Port: pc.Port, SRV: pc.DNSSRV, Form: form}
+		sources = append(sources, discovery.Source{Name: "dns " + pc.DNSName, Interval: pc.RefreshInterval,
+			Resolve: func(ctx context.Context) ([]string, error) { return h.Resolve(ctx, l, self) }})
+	}
+	if cl := cfg.Client; cl.UseDNSForFetchingServiceURLs {
+		l := discovery.NewLookup(pc.DNSServer, 0)
+		x := discovery.EurekaTXT{Name: cl.EurekaServerDNSName, Region: cl.Region, Zone: cfg.Instance.Metadata["zone"],
+			Port: cl.EurekaServerPort, Context: cl.EurekaServerURLContext, Form: form}
+		sources = append(sources, discovery.Source{Name: "dns txt." + cl.Region + "." + cl.EurekaServerDNSName, Interval: pc.RefreshInterval,
+			Resolve: func(ctx context.Context) ([]string, error) { return x.Resolve(ctx, l, self) }})
+	}
+	if len(sources) == 1 && reload == nil {
+		return nil
+	}
+	return sources
+}
+
+// discoverySelf is this server's listening addresses, for DNS sources.
+func discoverySelf(cfg *config.Config) discovery.Self {
+	s := discovery.Self{Port: cfg.Server.Port, Bind: net.ParseIP(cfg.Server.Address)}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				s.Addrs = append(s.Addrs, n.IP)
+			}
+		}
+	}
+	if ip := net.ParseIP(cfg.Instance.IPAddress); ip != nil {
+		s.Addrs = append(s.Addrs, ip)
+	}
+	return s
 }

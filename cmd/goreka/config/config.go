@@ -98,6 +98,12 @@ type ClientConfig struct {
 	AvailabilityZones  map[string][]string // eureka.client.availability-zones.<region>
 	RegisterWithEureka bool                // eureka.client.register-with-eureka
 	FetchRegistry      bool                // eureka.client.fetch-registry
+
+	// Eureka's DNS mode: TXT records txt.{region}.{name}, txt.{zone}.{name}.
+	UseDNSForFetchingServiceURLs bool   // eureka.client.use-dns-for-fetching-service-urls
+	EurekaServerDNSName          string // eureka.client.eureka-server-d-n-s-name
+	EurekaServerPort             int    // eureka.client.eureka-server-port; 0 = server.port
+	EurekaServerURLContext       string // eureka.client.eureka-server-u-r-l-context
 }
 
 // EurekaServerConfig mirrors Spring's EurekaServerConfigBean (eureka.server.*)
@@ -161,6 +167,7 @@ type GorekaConfig struct {
 	PrintConfig bool // goreka.print-config
 	Health      HealthConfig
 	Eviction    EvictionConfig
+	Peers       PeersConfig
 }
 
 // HealthConfig holds goreka.health.*: the opt-in health probes and caller
@@ -185,6 +192,15 @@ type HealthConfig struct {
 // EvictionConfig holds goreka.eviction.*.
 type EvictionConfig struct {
 	ReportHeldAsDown bool // goreka.eviction.report-held-as-down
+}
+
+// PeersConfig holds goreka.peers.*: peers found in DNS.
+type PeersConfig struct {
+	DNSName         string        // goreka.peers.dns-name; "" = none
+	Port            int           // goreka.peers.port; 0 = server.port
+	DNSSRV          bool          // goreka.peers.dns-srv
+	RefreshInterval time.Duration // goreka.peers.refresh-interval
+	DNSServer       string        // goreka.peers.dns-server HOST:PORT; "" = system resolver
 }
 
 // CacheConfig holds goreka.cache.*.

@@ -329,6 +329,17 @@ func finish(c *Config, workDir string, h host, errs *[]error) {
 			}
 		}
 	}
+	if c.Goreka.Peers.Port == 0 {
+		c.Goreka.Peers.Port = c.Server.Port
+		derived("goreka.peers.port", strconv.Itoa(c.Server.Port), "server.port")
+	}
+	if c.Client.EurekaServerPort == 0 {
+		c.Client.EurekaServerPort = c.Server.Port
+		derived("eureka.client.eureka-server-port", strconv.Itoa(c.Server.Port), "server.port")
+	}
+	if c.Client.UseDNSForFetchingServiceURLs && c.Client.EurekaServerDNSName == "" {
+		*errs = append(*errs, errors.New("eureka.client.use-dns-for-fetching-service-urls=true needs eureka.client.eureka-server-d-n-s-name"))
+	}
 	if c.EurekaServer.ExpectedClientRenewalInterval == 0 {
 		c.EurekaServer.ExpectedClientRenewalInterval = registry.DefaultRenewalInterval // Netflix: <= 0 means the clients' default, 30 s
 	}

@@ -85,6 +85,10 @@ var properties = []property{
 	// eureka.client
 	{name: "eureka.client.region", def: "us-east-1", doc: "Region whose availability zones give the peer list.", set: nonEmptyField(func(c *Config) *string { return &c.Client.Region })},
 	{name: "eureka.client.register-with-eureka", def: "true", doc: "Register this server with its peers (needed to show as an available replica).", set: boolField(func(c *Config) *bool { return &c.Client.RegisterWithEureka })},
+	{name: "eureka.client.use-dns-for-fetching-service-urls", def: "false", doc: "Eureka's DNS mode: the peers are the hosts listed by the TXT records txt.{zone}.{dns-name} of the zones listed by txt.{region}.{dns-name}, re-read every goreka.peers.refresh-interval.", set: boolField(func(c *Config) *bool { return &c.Client.UseDNSForFetchingServiceURLs })},
+	{name: "eureka.client.eureka-server-d-n-s-name", def: "", doc: "Domain of the TXT records of Eureka's DNS mode.", set: strField(func(c *Config) *string { return &c.Client.EurekaServerDNSName })},
+	{name: "eureka.client.eureka-server-port", dynamic: "server.port", doc: "Port of the peers found in Eureka's DNS mode.", set: intField(func(c *Config) *int { return &c.Client.EurekaServerPort }, 1, 65535)},
+	{name: "eureka.client.eureka-server-u-r-l-context", def: "eureka", doc: "Path of the peers' service URLs in Eureka's DNS mode.", set: strField(func(c *Config) *string { return &c.Client.EurekaServerURLContext })},
 	{name: "eureka.client.fetch-registry", def: "true", doc: "Fetch the registry from peers (the start-up sync).", set: boolField(func(c *Config) *bool { return &c.Client.FetchRegistry })},
 
 	// eureka.*
@@ -156,6 +160,11 @@ var properties = []property{
 	{name: "goreka.health.report.instance-interval", def: "10s", doc: "At most one report-triggered probe per instance this often.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Health.ReportInterval }, false)},
 	{name: "goreka.health.report.per-reporter-per-minute", def: "60", doc: "Reports accepted from one reporter address per minute (bursts of 10); beyond, 429.", set: intField(func(c *Config) *int { return &c.Goreka.Health.ReportsPerMinute }, 1, 100000)},
 	{name: "goreka.eviction.report-held-as-down", def: "false", doc: "Serve leases held back by self-preservation as DOWN instead of UP, keeping them registered.", set: boolField(func(c *Config) *bool { return &c.Goreka.Eviction.ReportHeldAsDown })},
+	{name: "goreka.peers.dns-name", def: "", doc: "DNS name whose A/AAAA addresses (or SRV records) are peers, e.g. a Kubernetes headless Service goreka-headless.NS.svc.cluster.local; re-resolved every goreka.peers.refresh-interval. Combines with eureka.client.service-url.", set: strField(func(c *Config) *string { return &c.Goreka.Peers.DNSName })},
+	{name: "goreka.peers.port", dynamic: "server.port", doc: "Port of the peers found by goreka.peers.dns-name addresses.", set: intField(func(c *Config) *int { return &c.Goreka.Peers.Port }, 1, 65535)},
+	{name: "goreka.peers.dns-srv", def: "false", doc: "Read SRV records of goreka.peers.dns-name (host and port) instead of its addresses.", set: boolField(func(c *Config) *bool { return &c.Goreka.Peers.DNSSRV })},
+	{name: "goreka.peers.refresh-interval", def: "30s", doc: "How often DNS peers are resolved again.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Peers.RefreshInterval }, false)},
+	{name: "goreka.peers.dns-server", def: "", doc: "DNS server HOST:PORT asked for peers; empty uses the system resolver.", set: hostPortField(func(c *Config) *string { return &c.Goreka.Peers.DNSServer })},
 	{name: "goreka.print-config", def: "false", doc: "Print the effective configuration with the source of each value, then exit.", set: boolField(func(c *Config) *bool { return &c.Goreka.PrintConfig })},
 }
 
@@ -201,12 +210,10 @@ var ignored = []ignoredProp{
 	{name: "eureka.client.eureka-server-read-timeout-seconds", note: "see eureka.server.peer-node-read-timeout-ms"},
 	{name: "eureka.client.eureka-server-connect-timeout-seconds", note: "see eureka.server.peer-node-connect-timeout-ms"},
 	{name: "eureka.client.backup-registry-impl"}, {name: "eureka.client.eureka-server-total-connections"},
-	{name: "eureka.client.eureka-server-total-connections-per-host"}, {name: "eureka.client.eureka-server-u-r-l-context"},
-	{name: "eureka.client.eureka-server-port"}, {name: "eureka.client.eureka-server-d-n-s-name"},
-	{name: "eureka.client.eureka-connection-idle-timeout-seconds"}, {name: "eureka.client.registry-refresh-single-vip-address"},
+	{name: "eureka.client.eureka-server-total-connections-per-host"}, {name: "eureka.client.eureka-connection-idle-timeout-seconds"}, {name: "eureka.client.registry-refresh-single-vip-address"},
 	{name: "eureka.client.heartbeat-executor-thread-pool-size"}, {name: "eureka.client.heartbeat-executor-exponential-back-off-bound"},
 	{name: "eureka.client.cache-refresh-executor-thread-pool-size"}, {name: "eureka.client.cache-refresh-executor-exponential-back-off-bound"},
-	{name: "eureka.client.g-zip-content"}, {name: "eureka.client.use-dns-for-fetching-service-urls"},
+	{name: "eureka.client.g-zip-content"},
 	{name: "eureka.client.prefer-same-zone-eureka"}, {name: "eureka.client.log-delta-diff"}, {name: "eureka.client.disable-delta"},
 	{name: "eureka.client.fetch-remote-regions-registry"}, {name: "eureka.client.filter-only-up-instances"},
 	{name: "eureka.client.dollar-replacement"}, {name: "eureka.client.escape-char-replacement"},
@@ -504,6 +511,23 @@ func ipField(f func(*Config) *string) setter {
 		v = strings.TrimSpace(v)
 		if v != "" && net.ParseIP(v) == nil {
 			return errors.New("not an IP address")
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+func hostPortField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v != "" {
+			h, p, err := net.SplitHostPort(v)
+			if err != nil || h == "" {
+				return errors.New("want HOST:PORT")
+			}
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return errors.New("want HOST:PORT with a port in 1..65535")
+			}
 		}
 		*f(c) = v
 		return nil

@@ -1,0 +1,317 @@
+package check
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	chart    = "../helm/goreka"
+	plainDir = "../kubernetes"
+)
+
+// helm returns the helm binary: $HELM, else helm on PATH. Outside CI a
+// missing helm skips; under CI=true it fails (.ci/run installs it).
+func helm(t *testing.T) string {
+	t.Helper()
+	name := "helm"
+	if h := os.Getenv("HELM"); h != "" {
+		name = h
+	}
+	h, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found under CI=true (.ci/run installs it)", name)
+		}
+		t.Skip("helm not installed; .ci/run installs it")
+	}
+	return h
+}
+
+func run(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.Bytes()
+}
+
+// objects is what one manifest set decodes to.
+type objects struct {
+	sts     []*appsv1.StatefulSet
+	svc     []*corev1.Service
+	secrets []*corev1.Secret
+	pdb     []*policyv1.PodDisruptionBudget
+	sm      []*monitoringv1.ServiceMonitor
+}
+
+// decode splits a multi-document YAML stream and decodes each document
+// strictly (unknown fields, duplicate keys and wrong types fail) into the
+// type of its apiVersion and kind.
+func decode(stream []byte) (*objects, error) {
+	o := &objects{}
+	for i, doc := range bytes.Split(stream, []byte("\n---")) {
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		var tm struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		var into any
+		switch tm.APIVersion + " " + tm.Kind {
+		case "apps/v1 StatefulSet":
+			v := &appsv1.StatefulSet{}
+			o.sts, into = append(o.sts, v), v
+		case "v1 Service":
+			v := &corev1.Service{}
+			o.svc, into = append(o.svc, v), v
+		case "v1 Secret":
+			v := &corev1.Secret{}
+			o.secrets, into = append(o.secrets, v), v
+		case "policy/v1 PodDisruptionBudget":
+			v := &policyv1.PodDisruptionBudget{}
+			o.pdb, into = append(o.pdb, v), v
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			v := &monitoringv1.ServiceMonitor{}
+			o.sm, into = append(o.sm, v), v
+		default:
+			return nil, fmt.Errorf("document %d: unexpected %s %s", i, tm.APIVersion, tm.Kind)
+		}
+		// YAML to JSON (duplicate keys fail), then Kubernetes' own JSON
+		// decoder: case-sensitive, unlike encoding/json, so clusterIp for
+		// clusterIP fails too.
+		j, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d (%s): %w", i, tm.Kind, err)
+		}
+		strictErrs, err := kjson.UnmarshalStrict(j, into)
+		if err == nil && len(strictErrs) > 0 {
+			err = errors.Join(strictErrs...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d (%s): %w", i, tm.Kind, err)
+		}
+	}
+	return o, nil
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, l := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+	if i < 0 {
+		return corev1.EnvVar{}, false
+	}
+	return c.Env[i], true
+}
+
+// checkSet asserts what the chart promises, on decoded objects.
+func checkSet(t *testing.T, o *objects, replicas int32, authSecret string, persistence, monitor bool) {
+	t.Helper()
+	if len(o.sts) != 1 || len(o.svc) != 2 || len(o.pdb) != 1 {
+		t.Fatalf("%d StatefulSets, %d Services, %d PDBs", len(o.sts), len(o.svc), len(o.pdb))
+	}
+	s := o.sts[0]
+	var headless, clients *corev1.Service
+	for _, v := range o.svc {
+		if v.Spec.ClusterIP == corev1.ClusterIPNone {
+			headless = v
+		} else {
+			clients = v
+		}
+	}
+	if headless == nil || clients == nil || !headless.Spec.PublishNotReadyAddresses {
+		t.Fatalf("want a headless Service publishing not-ready addresses and a client Service: %+v", o.svc)
+	}
+	if s.Spec.ServiceName != headless.Name || s.Spec.Replicas == nil || *s.Spec.Replicas != replicas {
+		t.Errorf("StatefulSet serviceName %q replicas %v", s.Spec.ServiceName, s.Spec.Replicas)
+	}
+	pod := s.Spec.Template
+	for k, v := range headless.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("headless Service selects %s=%s, pods have %q", k, v, pod.Labels[k])
+		}
+	}
+	for k, v := range o.pdb[0].Spec.Selector.MatchLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("PDB selects %s=%s, pods have %q", k, v, pod.Labels[k])
+		}
+	}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	dns, _ := env(c, "GOREKA_PEERS_DNSNAME")
+	if want := headless.Name + "." + headless.Namespace + ".svc.cluster.local"; dns.Value != want {
+		t.Errorf("GOREKA_PEERS_DNSNAME = %q, want %q", dns.Value, want)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/actuator/health/readiness" ||
+		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/actuator/health/liveness" {
+		t.Errorf("probes %+v %+v", c.ReadinessProbe, c.LivenessProbe)
+	}
+	sc, psc := c.SecurityContext, pod.Spec.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("not non-root with a read-only root filesystem: %+v %+v", sc, psc)
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("resources %+v", c.Resources)
+	}
+	pw, ok := env(c, "SPRING_SECURITY_USER_PASSWORD")
+	if authSecret == "" {
+		if ok {
+			t.Error("auth disabled, but a password is set")
+		}
+	} else if !ok || pw.ValueFrom == nil || pw.ValueFrom.SecretKeyRef == nil || pw.ValueFrom.SecretKeyRef.Name != authSecret {
+		t.Errorf("password not from Secret %q: %+v", authSecret, pw)
+	}
+	snap, hasSnap := env(c, "GOREKA_SNAPSHOT_PATH")
+	if persistence != (len(s.Spec.VolumeClaimTemplates) == 1) || persistence != hasSnap ||
+		(persistence && !strings.HasPrefix(snap.Value, "/data/")) {
+		t.Errorf("persistence %v: claims %d, snapshot %q", persistence, len(s.Spec.VolumeClaimTemplates), snap.Value)
+	}
+	if monitor != (len(o.sm) == 1) {
+		t.Fatalf("ServiceMonitor: %d", len(o.sm))
+	}
+	if monitor {
+		ep := o.sm[0].Spec.Endpoints[0]
+		if ep.Path != "/actuator/prometheus" || (authSecret != "" && (ep.BasicAuth == nil || ep.BasicAuth.Password.Name != authSecret)) {
+			t.Errorf("ServiceMonitor endpoint %+v", ep)
+		}
+		for k, v := range o.sm[0].Spec.Selector.MatchLabels {
+			if headless.Labels[k] != v {
+				t.Errorf("ServiceMonitor selects %s=%s, the headless Service has %q", k, v, headless.Labels[k])
+			}
+		}
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	h := helm(t)
+	for _, v := range []string{"ci/default-values.yaml", "ci/all-values.yaml"} {
+		run(t, h, "lint", "--strict", chart, "-f", filepath.Join(chart, v))
+	}
+}
+
+func TestHelmTemplateDecodesStrictly(t *testing.T) {
+	h := helm(t)
+	tests := []struct {
+		name                 string
+		args                 []string
+		replicas             int32
+		secret               string
+		persistence, monitor bool
+	}{
+		{"defaults", []string{"-f", chart + "/ci/default-values.yaml"}, 3, "goreka-auth", false, false},
+		{"everything on", []string{"-f", chart + "/ci/all-values.yaml"}, 5, "goreka-auth", true, true},
+		{"no auth", []string{"--set", "auth.enabled=false", "--set", "replicaCount=1", "--set", "serviceMonitor.enabled=true"}, 1, "", false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(t, h, append([]string{"template", "goreka", chart, "--namespace", "goreka"}, tc.args...)...)
+			o, err := decode(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			checkSet(t, o, tc.replicas, tc.secret, tc.persistence, tc.monitor)
+		})
+	}
+	// The chart refuses to render without credentials.
+	cmd := exec.Command(h, "template", "goreka", chart)
+	if b, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(b, []byte("auth.password")) {
+		t.Errorf("rendered without a password: %v %s", err, b)
+	}
+}
+
+// The plain manifests are the chart rendered with deploy/kubernetes's
+// values (make manifests writes them); they must decode strictly and not
+// drift from the chart.
+func TestPlainManifests(t *testing.T) {
+	plain, err := os.ReadFile(filepath.Join(plainDir, "goreka.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decode(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSet(t, o, 3, "goreka-auth", false, false)
+	h := helm(t)
+	out := run(t, h, "template", "goreka", chart, "--namespace", "goreka", "-f", filepath.Join(plainDir, "values.yaml"))
+	if !bytes.Equal(bytes.TrimSpace(out), bytes.TrimSpace(plain)) {
+		t.Error("deploy/kubernetes/goreka.yaml differs from the chart's rendering; run make manifests")
+	}
+}
+
+// Strict decoding does catch what it is for.
+func TestDecodeRejectsUnknownFields(t *testing.T) {
+	for _, doc := range []string{
+		"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: x}\nspec:\n  replica: 3\n",
+		"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  clusterIp: None\n",
+		"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec:\n  endpoints:\n    - port: http\n      pth: /metrics\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+	} {
+		if _, err := decode([]byte(doc)); err == nil {
+			t.Errorf("accepted:\n%s", doc)
+		}
+	}
+}
+
+// promtool returns the promtool binary, skipping or failing as helm does
+// (Debian's prometheus package ships it; .ci/run installs it).
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool not found under CI=true (.ci/run installs Debian's prometheus package)")
+		}
+		t.Skip("promtool not installed")
+	}
+	return p
+}
+
+// The alerting rules are valid and each alert's promtool unit test passes.
+func TestPrometheusRules(t *testing.T) {
+	p := promtool(t)
+	run(t, p, "check", "rules", "../observability/goreka-alerts.yaml")
+	out := run(t, p, "test", "rules", "../observability/goreka-alerts-test.yaml")
+	if !bytes.Contains(out, []byte("SUCCESS")) {
+		t.Fatalf("promtool test rules: %s", out)
+	}
+	// One unit test per alert.
+	rules, _ := os.ReadFile("../observability/goreka-alerts.yaml")
+	tests, _ := os.ReadFile("../observability/goreka-alerts-test.yaml")
+	for _, l := range strings.Split(string(rules), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "- alert: "); ok {
+			if !bytes.Contains(tests, []byte("alertname: "+name+"\n")) {
+				t.Errorf("alert %s has no promtool test", name)
+			}
+		}
+	}
+}
