@@ -120,7 +120,7 @@ func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) server.
 	sec := cfg.Security
 	return server.OpsConfig{
 		Auth: server.AuthConfig{User: sec.User, Password: sec.Password,
-			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword},
+			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword, Users: authUsers(sec.Users)},
 		AccessLog: cfg.Goreka.AccessLog,
 		Logger:    log.With("component", "access"),
 		Metrics:   m,
@@ -137,4 +137,12 @@ func httpServer(cfg *config.Config, h http.Handler, log *slog.Logger) *http.Serv
 		IdleTimeout:       hc.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
+}
+
+func authUsers(us []config.User) []server.UserConfig {
+	out := make([]server.UserConfig, len(us))
+	for i, u := range us {
+		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps}
+	}
+	return out
 }
