@@ -4,7 +4,7 @@ GO       ?= go
 BIN      ?= bin/goreka
 FUZZTIME ?= 10s
 
-.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock browser bench bench-quick ci clean
+.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock chaos browser bench bench-quick ci clean
 
 all: build
 
@@ -47,6 +47,12 @@ browser:
 
 compat:
 	$(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
+
+# Seeded chaos run in network namespaces (root; ip, nft, tc): 3 nodes, 300
+# simulated clients, one round of every fault (RELIABILITY.md). Longer:
+# CHAOS_ROUNDS=20 CHAOS_SEED=7 make chaos.
+chaos:
+	cd chaos && $(GO) test -tags chaos -count=1 -timeout 30m -v -run '^TestChaos$$' .
 
 compat-stock:
 	COMPAT_TARGET=stock $(GO) test -tags compat -count=1 -timeout 30m -v ./compat/suite
