@@ -31,8 +31,15 @@ func (s *Server) batch(c *gin.Context) {
 		decodeError(c, compat.JSON, err)
 		return
 	}
+	// A peer user restricted to some apps (goreka.security.users) gets a
+	// 403 for each item of another app, and that item changes nothing.
+	who := batchPrincipal(c)
 	out := make([]compat.ReplicationResponse, len(items))
 	for i := range items {
+		if who != nil && !who.mayWrite(items[i].AppName) {
+			out[i] = compat.ReplicationResponse{StatusCode: http.StatusForbidden}
+			continue
+		}
 		out[i] = s.apply(&items[i])
 	}
 	c.Data(http.StatusOK, compat.ContentTypeJSON, compat.AppendReplicationResponses(nil, out))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"log/slog"
 	"maps"
@@ -40,6 +39,10 @@ type AuthConfig struct {
 	// and OPTIONS only (fetches, dashboard pages, metrics); writes answer 403.
 	ReadOnlyUser     string // goreka.security.read-only-user
 	ReadOnlyPassword string // goreka.security.read-only-password
+	// Users are further users with per-application write rights
+	// (goreka.security.users); any of them turns authentication on, even
+	// without Password.
+	Users []UserConfig
 }
 
 // OpsConfig configures the operational layer around a Server.
@@ -66,7 +69,8 @@ type Ops struct {
 	ready atomic.Bool
 	down  atomic.Bool
 
-	full, readOnly credential
+	authOn bool
+	users  users
 
 	// routes holds the metric children bound to each (method, route
 	// pattern) seen so far. It is copied on write under routesMu, so that a
@@ -81,14 +85,12 @@ type Ops struct {
 // which costs no allocation on a heartbeat) and hashes of the user and
 // password for any other encoding of them.
 type credential struct {
-	set        bool
 	header     string
 	user, pass [32]byte
 }
 
 func newCredential(user, pass string) credential {
 	return credential{
-		set:    true,
 		header: "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)),
 		user:   sha256.Sum256([]byte(user)),
 		pass:   sha256.Sum256([]byte(pass)),
@@ -106,15 +108,12 @@ func (s *Server) EnableOps(cfg OpsConfig) *Ops {
 	if o.log == nil {
 		o.log = s.log
 	}
-	if a := cfg.Auth; a.Password != "" {
-		user := a.User
-		if user == "" {
-			user = "user"
-		}
-		o.full = newCredential(user, a.Password)
-		if a.ReadOnlyUser != "" && a.ReadOnlyPassword != "" {
-			o.readOnly = newCredential(a.ReadOnlyUser, a.ReadOnlyPassword)
-		}
+	if err := o.configureAuth(cfg.Auth); err != nil {
+		// Config validation (cmd/goreka/config) refuses these before the
+		// server is built; a programmatic caller gets a closed server
+		// rather than an open one.
+		o.log.Error("bad authentication config: every request is refused", "err", err)
+		o.authOn, o.users = true, users{}
 	}
 	e := s.engine
 	for _, p := range []string{HealthPath, LivenessPath, ReadinessPath} {
@@ -170,50 +169,53 @@ func isHealth(p string) bool {
 	return p == HealthPath || p == LivenessPath || p == ReadinessPath
 }
 
-// access is the outcome of checking a request's credentials.
-type access uint8
+// configureAuth builds the accepted credentials: the full user
+// (spring.security.user), the read-only user and goreka.security.users.
+func (o *Ops) configureAuth(a AuthConfig) error {
+	if a.Password == "" && len(a.Users) == 0 {
+		return nil
+	}
+	o.authOn = true
+	if a.Password != "" {
+		user := a.User
+		if user == "" {
+			user = "user"
+		}
+		if err := o.users.add(&principal{name: user, admin: true, peer: true, allApps: true, cred: newCredential(user, a.Password)}); err != nil {
+			return err
+		}
+		if a.ReadOnlyUser != "" && a.ReadOnlyPassword != "" {
+			if err := o.users.add(&principal{name: a.ReadOnlyUser, readOnly: true, cred: newCredential(a.ReadOnlyUser, a.ReadOnlyPassword)}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range a.Users {
+		p, err := newPrincipal(u)
+		if err != nil {
+			return err
+		}
+		if err := o.users.add(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-const (
-	accessDenied access = iota
-	accessReadOnly
-	accessFull
-)
-
-// check decides what the Authorization header allows. Comparisons are
-// constant-time over hashes, so neither timing nor length tells a caller
-// how close a guess was.
-func (o *Ops) check(h string) access {
-	if h == "" {
-		return accessDenied
-	}
-	if subtle.ConstantTimeCompare([]byte(h), []byte(o.full.header)) == 1 {
-		return accessFull
-	}
-	if o.readOnly.set && subtle.ConstantTimeCompare([]byte(h), []byte(o.readOnly.header)) == 1 {
-		return accessReadOnly
-	}
+// decodeBasic splits a Basic Authorization header into user and password,
+// accepting any case of the scheme and padded or unpadded base64.
+func decodeBasic(h string) (user, pass string, ok bool) {
 	scheme, enc, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return accessDenied
+		return "", "", false
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
 	if err != nil {
 		if raw, err = base64.RawStdEncoding.DecodeString(strings.TrimSpace(enc)); err != nil {
-			return accessDenied
+			return "", "", false
 		}
 	}
-	user, pass, ok := strings.Cut(string(raw), ":")
-	if !ok {
-		return accessDenied
-	}
-	u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
-	if subtle.ConstantTimeCompare(u[:], o.full.user[:])&subtle.ConstantTimeCompare(p[:], o.full.pass[:]) == 1 {
-		return accessFull
-	}
-	if o.readOnly.set && subtle.ConstantTimeCompare(u[:], o.readOnly.user[:])&subtle.ConstantTimeCompare(p[:], o.readOnly.pass[:]) == 1 {
-		return accessReadOnly
-	}
-	return accessDenied
+	return strings.Cut(string(raw), ":")
 }
 
 func isRead(method string) bool {
@@ -222,24 +224,29 @@ func isRead(method string) bool {
 
 // authenticate is the auth middleware. It answers 401 (with a Basic
 // challenge and no body) or 403 itself and stops the chain when the request
-// may not proceed. Health endpoints are open. There is no CSRF token:
-// Eureka clients send credentials preemptively on every request.
+// may not proceed. Health endpoints are open; reads are open to every user.
+// It runs after routing (gin copies global middleware into each route's
+// chain), so a per-application user's write is decided from the matched
+// route and its :app parameter; its 403 names what is refused. There is no
+// CSRF token: Eureka clients send credentials preemptively on every request.
 func (o *Ops) authenticate(c *gin.Context) {
-	if !o.full.set || isHealth(c.Request.URL.Path) {
+	if !o.authOn || isHealth(c.Request.URL.Path) {
 		return
 	}
-	switch o.check(c.Request.Header.Get("Authorization")) {
-	case accessFull:
-		return
-	case accessReadOnly:
-		if isRead(c.Request.Method) {
-			return
-		}
+	p := o.users.find(c.Request.Header.Get("Authorization"))
+	switch {
+	case p == nil:
+		c.Header("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+		c.AbortWithStatus(http.StatusUnauthorized)
+	case isRead(c.Request.Method) || p.admin:
+	case p.readOnly:
 		c.AbortWithStatus(http.StatusForbidden)
-		return
+	default:
+		if msg := p.authorize(c); msg != "" {
+			c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte(msg))
+			c.Abort()
+		}
 	}
-	c.Header("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-	c.AbortWithStatus(http.StatusUnauthorized)
 }
 
 // instrument is the instrumentation middleware: it times the rest of the

@@ -170,7 +170,7 @@ func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) server.
 	sec := cfg.Security
 	return server.OpsConfig{
 		Auth: server.AuthConfig{User: sec.User, Password: sec.Password,
-			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword},
+			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword, Users: authUsers(sec.Users)},
 		AccessLog: cfg.Goreka.AccessLog,
 		Logger:    log.With("component", "access"),
 		Metrics:   m,
@@ -241,4 +241,13 @@ func discoverySelf(cfg *config.Config) discovery.Self {
 		s.Addrs = append(s.Addrs, ip)
 	}
 	return s
+}
+
+// authUsers maps goreka.security.users to the server's per-app users.
+func authUsers(us []config.User) []server.UserConfig {
+	out := make([]server.UserConfig, len(us))
+	for i, u := range us {
+		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps}
+	}
+	return out
 }

@@ -25,6 +25,11 @@ type agent struct {
 }
 
 func startAgent(ps *procs, agentsDir, outDir, client, app string, server *url.URL, auth, metadata string) (*agent, error) {
+	return startAgentEnv(ps, agentsDir, outDir, client, app, server, auth, metadata, nil)
+}
+
+// startAgentEnv is startAgent with extra environment entries for run.sh (JAVA_OPTS=...).
+func startAgentEnv(ps *procs, agentsDir, outDir, client, app string, server *url.URL, auth, metadata string, extra []string) (*agent, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -41,6 +46,7 @@ func startAgent(ps *procs, agentsDir, outDir, client, app string, server *url.UR
 	if metadata != "" {
 		env = append(env, "METADATA="+metadata)
 	}
+	env = append(env, extra...)
 	dir := filepath.Join(agentsDir, client)
 	p, err := ps.start(app, filepath.Join(outDir, app+".log"), dir, env, "bash", filepath.Join(dir, "run.sh"))
 	if err != nil {

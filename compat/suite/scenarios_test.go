@@ -22,6 +22,7 @@ var scenarioNames = []string{
 	"f server restart",
 	"g metadata",
 	"h basic auth",
+	"p per-app auth",
 	"w warm restart",
 }
 

@@ -36,6 +36,9 @@ type target struct {
 	// snapshotArgs, when set, are extra arguments that make the server keep its registry in the file path
 	// across a restart (scenario w); nil: the scenario does not apply (notes[w] says why).
 	snapshotArgs func(path string) []string
+	// usersArgs, when set, are extra arguments that configure per-application users (scenario p);
+	// nil: the scenario does not apply (notes[p] says why).
+	usersArgs func(users []appUser) []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
 	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
@@ -259,6 +262,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			},
 			notes: map[string]string{
 				"h basic auth": "the stock server has no Spring Security in this build",
+				pScenario:      "the stock server has no per-application authorization",
 				wScenario:      "Eureka keeps its registry in memory only",
 			},
 			clientLimits: map[string]map[string]limitation{
@@ -291,6 +295,14 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			},
 			snapshotArgs: func(path string) []string {
 				return []string{"--goreka.snapshot.path=" + path, "--goreka.snapshot.interval=1s"}
+			},
+			usersArgs: func(users []appUser) []string {
+				var args []string
+				for i, u := range users {
+					p := fmt.Sprintf("--goreka.security.users[%d].", i)
+					args = append(args, p+"name="+u.name, p+"password="+u.pass, p+"apps="+u.apps)
+				}
+				return args
 			},
 		}, nil
 	}
@@ -473,6 +485,8 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 
 	// (w) warm restart: its own server (with the snapshot) and agents, so that f above keeps its empty registry.
 	s.runWarmRestart(t, tg, runs, outDir, auth, useAuth, buildErr)
+	// (p) per-application authorization: its own server with goreka.security.users and agents.
+	s.runPerApp(t, tg, runs, outDir, buildErr)
 	t.Logf("%s: done in %s", name, time.Since(start).Round(time.Second))
 	return runs, tg.notes
 }

@@ -66,6 +66,8 @@ type SecurityConfig struct {
 
 	ReadOnlyUser     string // goreka.security.read-only-user
 	ReadOnlyPassword string // goreka.security.read-only-password
+
+	Users []User // goreka.security.users (per-application write rights)
 }
 
 // InstanceConfig describes this server as a Eureka instance.

@@ -180,6 +180,7 @@ func load(args, environ []string, workDir string, h host) (*Config, error) {
 	c := bind(st, &errs, &warns)
 	c.Profiles = active
 	finish(c, workDir, h, &errs)
+	bindUsers(st, c, &errs) // after finish: the default user name is known
 	warns = append(warns, unknownKeys(st)...)
 	c.Warnings = dedupe(warns)
 	if err := errors.Join(errs...); err != nil {
@@ -373,7 +374,7 @@ func unknownKeys(st *stack) []string {
 			if !strings.HasPrefix(base, "eureka.") && !strings.HasPrefix(base, "goreka.") {
 				continue
 			}
-			if known[base] || inMap(base) || isMapPrefix(base) {
+			if known[base] || inMap(base) || isMapPrefix(base) || base == UsersProperty {
 				continue
 			}
 			if ig, ok := findIgnored(base); ok {

@@ -32,6 +32,10 @@ Go form (5s, 1m); Eureka keys keep their units (ms, seconds).
 			def = `""`
 		}
 		fmt.Fprintf(&b, "  --%s=%s\n      %s\n", p.name, def, p.doc)
+		if p.name == "goreka.security.read-only-password" {
+			fmt.Fprintf(&b, "  --%s[N].name=... .password=... .roles=peer|admin .apps=APP,GLOB*\n      %s\n", UsersProperty,
+				"Users that read everything and write (register, renew, cancel, override) only the apps they list; role peer may post replication batches (all apps unless listed), admin writes everything.")
+		}
 		if p.name == "eureka.client.fetch-registry" {
 			for _, m := range mapProps {
 				fmt.Fprintf(&b, "  --%s.<key>=...  default %s\n      %s\n", m.name, m.def, m.doc)
@@ -84,6 +88,9 @@ func (c *Config) Render() string {
 			o = origin{value: "", source: "default"}
 		}
 		line(p.name, o, p.secret)
+	}
+	if o, ok := c.origin[UsersProperty]; ok {
+		line(UsersProperty, o, false)
 	}
 	for _, m := range mapProps {
 		for _, k := range sortedKeys(c.origin) {

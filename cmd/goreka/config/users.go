@@ -1,0 +1,152 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// UsersProperty is the list of per-application users. Each element has
+// name, password, roles and apps:
+//
+//	goreka:
+//	  security:
+//	    users:
+//	      - name: orders
+//	        password: ${ORDERS_PASSWORD}
+//	        apps: [ORDERS, ORDERS-*]
+//	      - name: peer
+//	        password: ${PEER_PASSWORD}
+//	        roles: [peer]
+//
+// or goreka.security.users[0].name=orders on the command line and in
+// .properties files.
+const UsersProperty = "goreka.security.users"
+
+// maxUsers bounds the index of a goreka.security.users element.
+const maxUsers = 10000
+
+// User is one element of goreka.security.users.
+type User struct {
+	Name     string
+	Password string
+	Roles    []string // peer, admin
+	Apps     []string // names or globs it may register, renew, cancel, override
+}
+
+var userRoles = []string{"peer", "admin"}
+
+// bindUsers reads goreka.security.users. As Spring binds lists, the
+// highest source that has the list supplies all of it.
+func bindUsers(st *stack, c *Config, errs *[]error) {
+	prefix := UsersProperty + "["
+	var l *layer
+	for _, x := range st.layers {
+		for k := range x.entries {
+			if strings.HasPrefix(k, prefix) {
+				l = x
+				break
+			}
+		}
+		if l != nil {
+			break
+		}
+	}
+	if l == nil {
+		return
+	}
+	byIndex := map[int]*User{}
+	source := ""
+	for _, k := range sortedKeys(l.entries) {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		e := l.entries[k]
+		source = e.source
+		idx, field, ok := strings.Cut(rest, "].")
+		n, err := strconv.Atoi(idx)
+		if !ok || err != nil || n < 0 || n >= maxUsers {
+			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles or .apps with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
+			continue
+		}
+		if i := strings.IndexByte(field, '['); i > 0 {
+			field = field[:i]
+		}
+		st.steps = 0
+		v, err := st.resolve(e.value, []string{k})
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("%s (%s): %w", e.key, e.source, err))
+			continue
+		}
+		u := byIndex[n]
+		if u == nil {
+			u = &User{}
+			byIndex[n] = u
+		}
+		switch field {
+		case "name":
+			u.Name = strings.TrimSpace(v)
+		case "password":
+			u.Password = v
+		case "roles":
+			for _, r := range splitList(v) {
+				r = strings.ToLower(r)
+				if !slices.Contains(userRoles, r) {
+					*errs = append(*errs, fmt.Errorf("%s=%q (%s): unknown role; known roles: %s", e.key, v, e.source, strings.Join(userRoles, ", ")))
+					continue
+				}
+				u.Roles = append(u.Roles, r)
+			}
+		case "apps":
+			u.Apps = append(u.Apps, splitList(v)...)
+		default:
+			*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles and apps", e.key, e.source, field))
+		}
+	}
+	idxs := make([]int, 0, len(byIndex))
+	for i := range byIndex {
+		idxs = append(idxs, i)
+	}
+	slices.Sort(idxs)
+	seen := map[string]bool{}
+	if c.Security.User != "" {
+		seen[c.Security.User] = true
+	}
+	if c.Security.ReadOnlyUser != "" {
+		seen[c.Security.ReadOnlyUser] = true
+	}
+	for _, i := range idxs {
+		u := byIndex[i]
+		at := fmt.Sprintf("%s[%d] (%s)", UsersProperty, i, source)
+		switch {
+		case u.Name == "":
+			*errs = append(*errs, fmt.Errorf("%s: a user needs a name", at))
+			continue
+		case u.Password == "":
+			*errs = append(*errs, fmt.Errorf("%s: user %q needs a password", at, u.Name))
+			continue
+		case strings.Contains(u.Name, ":"):
+			*errs = append(*errs, fmt.Errorf("%s: user name %q contains ':', which basic auth cannot carry", at, u.Name))
+			continue
+		case seen[u.Name]:
+			*errs = append(*errs, fmt.Errorf("%s: user %q is configured twice (names are unique across spring.security.user, the read-only user and %s)", at, u.Name, UsersProperty))
+			continue
+		}
+		seen[u.Name] = true
+		c.Security.Users = append(c.Security.Users, *u)
+	}
+	c.set[canonicalKey(UsersProperty)] = source
+	c.origin[UsersProperty] = origin{value: usersSummary(c.Security.Users), source: source}
+}
+
+// usersSummary is what --goreka.print-config shows: names, roles and apps,
+// never passwords.
+func usersSummary(us []User) string {
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = fmt.Sprintf("%s(roles=%s apps=%s)", u.Name, strings.Join(u.Roles, "|"), strings.Join(u.Apps, "|"))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Roles of a configured user (goreka.security.users[*].roles).
+const (
+	// RolePeer may post replication batches (each item is still authorized
+	// against the user's apps, all of them when none are listed) and write
+	// the apps it lists like any user. Peer servers authenticate with it.
+	RolePeer = "peer"
+	// RoleAdmin may write everything, as the spring.security.user does:
+	// every app, ASG status and replication batches.
+	RoleAdmin = "admin"
+)
+
+// UserConfig is one entry of goreka.security.users: a basic-auth user that
+// may read everything and write (register, renew, cancel, override status,
+// update metadata) only the apps its Apps patterns match.
+type UserConfig struct {
+	Name     string
+	Password string
+	Roles    []string // RolePeer, RoleAdmin
+	// Apps are application names or globs (* any run of characters, ? one
+	// character), matched case-insensitively (ASCII) against the app of
+	// the request path. Empty means none, except for a peer: all.
+	Apps []string
+}
+
+// principal is who a request's credentials name and what it may write.
+type principal struct {
+	name     string
+	readOnly bool // reads only (goreka.security.read-only-user)
+	admin    bool // every write, as spring.security.user
+	peer     bool // may post replication batches
+	allApps  bool
+	apps     []string // upper-cased patterns
+	cred     credential
+}
+
+// newPrincipal checks a configured user and builds its principal.
+func newPrincipal(u UserConfig) (*principal, error) {
+	if u.Name == "" {
+		return nil, fmt.Errorf("a user has no name")
+	}
+	if u.Password == "" {
+		return nil, fmt.Errorf("user %q has no password", u.Name)
+	}
+	p := &principal{name: u.Name, cred: newCredential(u.Name, u.Password)}
+	for _, r := range u.Roles {
+		switch strings.ToLower(strings.TrimSpace(r)) {
+		case RolePeer:
+			p.peer = true
+		case RoleAdmin:
+			p.admin = true
+		case "":
+		default:
+			return nil, fmt.Errorf("user %q: unknown role %q (known: %s, %s)", u.Name, r, RolePeer, RoleAdmin)
+		}
+	}
+	for _, a := range u.Apps {
+		a = strings.ToUpper(strings.TrimSpace(a))
+		if a == "" {
+			continue
+		}
+		if strings.Trim(a, "*") == "" {
+			p.allApps = true
+			continue
+		}
+		p.apps = append(p.apps, a)
+	}
+	if p.peer && len(u.Apps) == 0 {
+		p.allApps = true
+	}
+	if p.admin {
+		p.allApps = true
+	}
+	return p, nil
+}
+
+// mayWrite reports whether p may write instances of app. It allocates
+// nothing: the patterns are upper-cased once and matched with ASCII case
+// folding.
+func (p *principal) mayWrite(app string) bool {
+	if p.allApps {
+		return true
+	}
+	for _, pat := range p.apps {
+		if globFold(pat, app) {
+			return true
+		}
+	}
+	return false
+}
+
+// globFold matches name against an upper-case pattern where * is any run
+// of characters and ? one byte, folding ASCII letters of name to upper case.
+// It backtracks only to the last star, so it is linear in practice.
+func globFold(pat, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		if p < len(pat) {
+			switch c := pat[p]; {
+			case c == '*':
+				star, mark = p, n
+				p++
+				continue
+			case c == '?' || c == upper(name[n]):
+				p++
+				n++
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		p = star + 1
+		mark++
+		n = mark
+	}
+	for p < len(pat) && pat[p] == '*' {
+		p++
+	}
+	return p == len(pat)
+}
+
+func upper(b byte) byte {
+	if 'a' <= b && b <= 'z' {
+		return b - 'a' + 'A'
+	}
+	return b
+}
+
+// users is the set of credentials the auth middleware accepts.
+type users struct {
+	// byHeader finds a principal by its exact Authorization header with one
+	// map lookup that allocates nothing; the hit is then confirmed in
+	// constant time.
+	byHeader map[string]*principal
+	// byName serves the other encodings of the same credentials (another
+	// scheme spelling, padding): sha256 of the user name.
+	byName map[[32]byte]*principal
+}
+
+func (us *users) add(p *principal) error {
+	if us.byHeader == nil {
+		us.byHeader, us.byName = map[string]*principal{}, map[[32]byte]*principal{}
+	}
+	if _, dup := us.byName[p.cred.user]; dup {
+		return fmt.Errorf("user %q is configured twice", p.name)
+	}
+	us.byHeader[p.cred.header] = p
+	us.byName[p.cred.user] = p
+	return nil
+}
+
+// find returns the principal an Authorization header names, or nil.
+func (us *users) find(h string) *principal {
+	if h == "" {
+		return nil
+	}
+	if p := us.byHeader[h]; p != nil && subtle.ConstantTimeCompare([]byte(h), []byte(p.cred.header)) == 1 {
+		return p
+	}
+	user, pass, ok := decodeBasic(h)
+	if !ok {
+		return nil
+	}
+	u, pw := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+	p := us.byName[u]
+	if p == nil || subtle.ConstantTimeCompare(pw[:], p.cred.pass[:]) != 1 {
+		return nil
+	}
+	return p
+}
+
+// Write routes and the action a refusal names.
+const (
+	routeApp      = "/eureka/apps/:app"
+	routeInstance = "/eureka/apps/:app/:id"
+	routeStatus   = "/eureka/apps/:app/:id/status"
+	routeMetadata = "/eureka/apps/:app/:id/metadata"
+	routeBatch    = "/eureka/peerreplication/batch"
+)
+
+// principalKey holds a restricted principal in the gin context of a
+// replication batch, for the per-item checks.
+const principalKey = "goreka.principal"
+
+// authorize decides a write of a non-admin principal after routing, from
+// gin's matched route and its app parameter. It returns "" when allowed,
+// else what is refused.
+func (p *principal) authorize(c *gin.Context) string {
+	route, method := c.FullPath(), c.Request.Method
+	var action string
+	switch {
+	case route == "":
+		return "" // no route: gin answers 404 or 405 and nothing changes
+	case route == routeApp && method == http.MethodPost:
+		action = "register"
+	case route == routeInstance && method == http.MethodPut:
+		action = "renew"
+	case route == routeInstance && method == http.MethodDelete:
+		action = "cancel"
+	case route == routeStatus:
+		action = "override the status of"
+	case route == routeMetadata:
+		action = "update the metadata of"
+	case route == routeBatch:
+		if !p.peer {
+			return fmt.Sprintf("user %q may not post replication batches (needs role %s)", p.name, RolePeer)
+		}
+		if !p.allApps {
+			c.Set(principalKey, p)
+		}
+		return ""
+	default:
+		return fmt.Sprintf("user %q may not %s %s (needs role %s)", p.name, method, route, RoleAdmin)
+	}
+	app := c.Param("app")
+	if p.mayWrite(app) {
+		return ""
+	}
+	return fmt.Sprintf("user %q may not %s instances of application %s", p.name, action, app)
+}
+
+// batchPrincipal returns the restricted principal of a replication batch,
+// nil when every item is allowed.
+func batchPrincipal(c *gin.Context) *principal {
+	if v, ok := c.Get(principalKey); ok {
+		return v.(*principal)
+	}
+	return nil
+}
