@@ -61,6 +61,10 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 		return nil, err
 	}
 	r.mu.Lock()
+	if r.staticLocked(in.App, in.ID()) {
+		r.mu.Unlock()
+		return nil, errStatic(in.App, in.ID())
+	}
 	reg := r.registerLocked(in, fromPeer, now)
 	r.mu.Unlock()
 	r.deliver()
@@ -153,6 +157,10 @@ func (r *Registry) Adopt(v LeaseView) error {
 		return err
 	}
 	r.mu.Lock()
+	if r.staticLocked(in.App, in.ID()) {
+		r.mu.Unlock()
+		return errStatic(in.App, in.ID())
+	}
 	if s := in.OverriddenStatus; s != "" && s != StatusUnknown {
 		r.overrides[in.ID()] = s
 	}
@@ -197,6 +205,12 @@ func (r *Registry) Renew(req RenewRequest) error {
 	if l == nil {
 		r.mu.RUnlock()
 		return ErrNotFound
+	}
+	if l.static {
+		// Nobody needs to heartbeat for it: found, nothing to renew, not a
+		// renewal to count or send on.
+		r.mu.RUnlock()
+		return nil
 	}
 	in := l.inst
 	s := r.evalStatus(in, l, req.FromPeer)
@@ -354,19 +368,37 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 		r.mu.Unlock()
 		return ErrNotExpired
 	}
-	r.cancelled.add(now, app, id)
-	delete(r.overrides, id)
+	if l != nil && l.static {
+		r.mu.Unlock()
+		return errStatic(app, id)
+	}
 	if l == nil {
+		r.cancelled.add(now, app, id)
+		delete(r.overrides, id)
 		r.mu.Unlock()
 		return ErrNotFound
 	}
+	r.removeLocked(app, id, l, kind, fromPeer, now)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// removeLocked removes a stored lease and records the removal. Caller holds
+// the write lock and delivers after unlocking.
+func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPeer bool, now time.Time) {
+	r.cancelled.add(now, app, id)
+	delete(r.overrides, id)
+	group := r.apps[app]
 	delete(group, id)
 	if len(group) == 0 {
 		delete(r.apps, app)
 	}
 	r.size--
 	r.counts[l.inst.Status]--
-	if r.expected > 0 {
+	if l.static {
+		r.staticN--
+	} else if r.expected > 0 {
 		r.expected--
 	}
 	in := l.inst.Clone()
@@ -376,9 +408,6 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	l.eviction = now
 	r.recent = append(r.recent, change{l, now})
 	r.commitLocked(kind, l, in.Status, "", true, fromPeer)
-	r.mu.Unlock()
-	r.deliver()
-	return nil
 }
 
 // StatusUpdate sets a status override (AbstractInstanceRegistry.statusUpdate).
@@ -488,6 +517,10 @@ func (r *Registry) UpdateMetadata(app, id string, kv map[string]string) (*Instan
 	if l == nil {
 		r.mu.Unlock()
 		return nil, ErrNotFound
+	}
+	if l.static {
+		r.mu.Unlock()
+		return nil, errStatic(app, id)
 	}
 	in := l.inst.Clone()
 	if in.Metadata == nil {

@@ -268,7 +268,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		// wins, as in Eureka: restored instances that died while this node
 		// was down are not counted, so they cannot hold self-preservation
 		// on and keep themselves from being evicted.
-		count = a.reg.Size()
+		count = a.reg.Renewing()
 	}
 	// The listener served health probes during the sync; reads waited for
 	// this (eviction's AllowAccess).

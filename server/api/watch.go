@@ -107,11 +107,7 @@ func (a *API) snapshot() Snapshot {
 }
 
 func (a *API) change(e registry.Event) Change {
-	ch := ChangeOf(e)
-	if a.cfg.Static != nil {
-		ch.Instance.Static = a.cfg.Static(ch.App, ch.ID)
-	}
-	return ch
+	return ChangeOf(e)
 }
 
 // parseSince reads ?since= (or, for the watch, the Last-Event-ID header an
