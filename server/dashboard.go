@@ -268,6 +268,8 @@ type instanceView struct {
 	LastDirty        string            `json:"lastDirty,omitempty"`
 	Duration         int64             `json:"durationSecs"`
 	RenewalInterval  int64             `json:"renewalIntervalSecs"`
+	// Static marks a static registration (goreka.static-instances).
+	Static bool `json:"static,omitempty"`
 }
 
 type lastNRow struct{ Time, Lease string }
@@ -371,6 +373,7 @@ func instanceOf(l registry.LeaseView) instanceView {
 		LastDirty:       fmtTime(in.LastDirtyTimestamp),
 		Duration:        int64(l.Duration / time.Second),
 		RenewalInterval: int64(l.RenewalInterval / time.Second),
+		Static:          l.Static,
 	}
 	if in.Port.Enabled {
 		iv.Port = in.Port.Number

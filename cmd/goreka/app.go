@@ -65,6 +65,11 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if cfg.Goreka.Snapshot.Path != "" {
 		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
 	}
+	// Static registrations first: a snapshot or a peer's copy of the same
+	// instance does not replace them.
+	if err := a.applyStatic(cfg); err != nil {
+		return nil, err
+	}
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
 	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
 

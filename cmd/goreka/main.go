@@ -73,12 +73,15 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hup, stopHup := notifyHangup()
+	defer stopHup()
 	a, err := newApp(cfg, log, time.Now)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "goreka: invalid configuration: %v\n", err)
 		return 2
 	}
+	go a.reloadOnHangup(ctx, hup, func() (*config.Config, error) { return config.Load(args, environ, wd) })
 	if err := a.run(ctx, ln); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1

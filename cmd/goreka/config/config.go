@@ -153,6 +153,8 @@ type GorekaConfig struct {
 	PrintConfig bool // goreka.print-config
 	Health      HealthConfig
 	Eviction    EvictionConfig
+	// StaticInstances is goreka.static-instances, in the configured order.
+	StaticInstances []StaticInstance
 }
 
 // HealthConfig holds goreka.health.*: the opt-in health probes and caller
