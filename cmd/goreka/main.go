@@ -37,6 +37,9 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ctl" {
+		return runCtl(args[1:], environ, stdout, stderr)
+	}
 	for _, a := range args {
 		if a == "--help" || a == "-h" {
 			fmt.Fprint(stdout, config.Usage())
