@@ -117,8 +117,10 @@ func parseSince(c *gin.Context, q url.Values, header bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s == "" && header {
-		s = c.GetHeader("Last-Event-ID")
+	// An EventSource reconnects to its original URL with the id of the last
+	// event it got: that is further along than the URL's since.
+	if id := c.GetHeader("Last-Event-ID"); header && id != "" {
+		s = id
 	}
 	if s == "" {
 		return 0, nil
