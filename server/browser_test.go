@@ -413,6 +413,16 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Errorf("live view took %v / %v: not faster than the 5 s poll", appeared, gone)
 	}
 	noInjection(t, c, ctx, "Eureka")
+
+	// Without EventSource the page falls back to the 5 s poll.
+	must(c.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "delete window.EventSource;"}, nil))
+	must(c.call(ctx, "Page.navigate", map[string]any{"url": base + "/"}, nil))
+	waitJS("the page polling", `document.readyState === 'complete' && !window.EventSource && !!document.querySelector('#live.ok[data-mode=poll]')`)
+	start = time.Now()
+	register(t, base, reg{app: "POLLED", id: "polled-1", status: "UP", statusPage: "http://polled-1.svc.local/"})
+	waitJS("the new instance by the poll", `!!document.querySelector('#instances tr.app[data-app="POLLED"]')`)
+	t.Logf("without EventSource: registration shown after %v (poll)", time.Since(start))
+	noInjection(t, c, ctx, "Eureka")
 }
 
 // noInjection fails if a registrant's markup became live in the page: a
