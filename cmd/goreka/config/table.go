@@ -563,7 +563,7 @@ var listProps = []listProp{
 			{"secure-vip-address", "Secure VIP address; default the lower-cased app.", func(s *StaticInstance, _, v string) error { s.SecureVIPAddress = v; return nil }},
 			{"home-page-url", "Home page URL.", func(s *StaticInstance, _, v string) error { s.HomePageURL = v; return nil }},
 			{"status-page-url", "Status page URL.", func(s *StaticInstance, _, v string) error { s.StatusPageURL = v; return nil }},
-			{"health-check-url", "Health check URL (probed like any instance's when goreka.health.probe.enabled).", func(s *StaticInstance, _, v string) error { s.HealthCheckURL = v; return nil }},
+			{"health-check-url", "Health check URL, published to clients (goreka's health probes leave static registrations alone).", func(s *StaticInstance, _, v string) error { s.HealthCheckURL = v; return nil }},
 			{"metadata.*", "Metadata map (keys keep their text).", func(s *StaticInstance, k, v string) error {
 				if s.Metadata == nil {
 					s.Metadata = map[string]string{}
