@@ -43,6 +43,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	for _, a := range args {
 		if a == "--help" || a == "-h" {
 			fmt.Fprint(stdout, config.Usage())
+			fmt.Fprint(stdout, "\nThe same binary is also a client of a running goreka: goreka ctl -h\n")
 			return 0
 		}
 	}
