@@ -99,3 +99,58 @@ func TestStaticInstancesReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 }
+
+// The peer-group rule (README "Tools"): a node serves the static
+// registrations of its own configuration, and none of them reaches a peer
+// by replication, while ordinary registrations do; a peer's start-up sync
+// copies what the node serves, as an ordinary lease.
+func TestStaticInstancesNotReplicated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts goreka processes")
+	}
+	pa, pb := freePort(t, "127.0.0.1"), freePort(t, "127.0.0.1")
+	urls := fmt.Sprintf("http://127.0.0.1:%d/eureka/,http://127.0.0.1:%d/eureka/", pa, pb)
+	peer := func(port int, extra ...string) []string {
+		return loopbackArgs("127.0.0.1", port, append([]string{"--eureka.client.service-url.defaultZone=" + urls,
+			fmt.Sprintf("--eureka.server.my-url=http://127.0.0.1:%d/eureka/", port),
+			"--eureka.instance.lease-renewal-interval-in-seconds=1"}, extra...)...)
+	}
+	file := filepath.Join(t.TempDir(), "static.yml")
+	b := processNode(t, "B", "127.0.0.1", pb, peer(pb)...)
+	b.start()
+	a := processNode(t, "A", "127.0.0.1", pa, peer(pa, "--spring.config.additional-location=optional:"+file)...)
+	a.start()
+	// Added while A replicates (at start it registers them before its
+	// replicator exists): a SIGHUP reload.
+	if err := os.WriteFile(file, []byte("goreka:\n  static-instances:\n    - {app: db, instance-id: pg-1, ip-addr: 10.0.0.5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.signal(syscall.SIGHUP)
+	waitUntil(t, "the static registration on A", startWithin, func() (bool, string) {
+		got, err := staticSet(a)
+		return err == nil && slices.Equal(got, []string{"DB/pg-1 UP "}), fmt.Sprint(got, err)
+	})
+	must(t, "PUT", a.base()+"/apps/DB/pg-1/status?value=OUT_OF_SERVICE", "", 200)
+	register(t, a, "ORDERS", "o1", 30, 90)
+	// A replicates in revision order: once o1 is on B, a replicated static
+	// registration (and its override) would be there too.
+	waitUntil(t, "the ordinary registration replicated to B", startWithin, func() (bool, string) {
+		got, code := appInstances(b, "ORDERS")
+		return got["ORDERS/o1"] == "UP", fmt.Sprint(code, got)
+	})
+	if got, code := appInstances(b, "DB"); code != 404 {
+		t.Fatalf("B received A's static registration: %d %v", code, got)
+	}
+
+	// B restarts: its start-up sync copies what A serves, the static one
+	// as an ordinary lease (it expires there, nobody renews it).
+	b.stop()
+	b.start()
+	waitUntil(t, "B's start-up sync", startWithin, func() (bool, string) {
+		got, code := appInstances(b, "DB")
+		return got["DB/pg-1"] == "OUT_OF_SERVICE", fmt.Sprint(code, got)
+	})
+	if got, err := staticSet(b); err != nil || len(got) != 0 {
+		t.Fatalf("B serves the synced copy as static: %v %v", got, err)
+	}
+}
