@@ -274,7 +274,7 @@ func (e *Evictor) RunOnce() []registry.InstanceKey {
 			}
 		}
 	default:
-		limit := EvictionLimit(e.reg.Size(), e.cfg.RenewalPercentThreshold)
+		limit := EvictionLimit(e.reg.Renewing(), e.cfg.RenewalPercentThreshold)
 		n := min(len(expired), max(limit, 0))
 		if n < len(expired) {
 			held, reason = len(expired)-n, "eviction limit"
@@ -319,7 +319,7 @@ func (e *Evictor) RunOnce() []registry.InstanceKey {
 // expectation can rise freely but falls by less than 15 % per run. See the
 // package documentation for why count is the local registry's size.
 func (e *Evictor) UpdateRenewalThreshold() {
-	count := e.reg.Size()
+	count := e.reg.Renewing() // static registrations are not expected to renew
 	expected := e.reg.ExpectedClients()
 	if float64(count) > e.cfg.RenewalPercentThreshold*float64(expected) || !e.cfg.EnableSelfPreservation {
 		expected = count

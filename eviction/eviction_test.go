@@ -451,3 +451,37 @@ func TestStatusBeforeOpen(t *testing.T) {
 		t.Fatalf("self-preservation off: %+v", off)
 	}
 }
+
+// Static registrations are not expected to renew: the renewal threshold
+// counts only the others, and the eviction job never takes them, not even
+// when self-preservation is off and everything else expired.
+func TestStaticNotCountedNorEvicted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	e.ev.OpenForTraffic(1)
+	e.fleet("svc", 3)
+	var static []*registry.Instance
+	for i := range 5 {
+		static = append(static, &registry.Instance{InstanceID: fmt.Sprint("db-", i), HostName: "db", App: "DB", IPAddr: "10.0.0.9",
+			DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}})
+	}
+	if _, err := e.reg.SetStatic(static); err != nil {
+		t.Fatal(err)
+	}
+	e.ev.UpdateRenewalThreshold()
+	if got := e.reg.ExpectedClients(); got != 3 {
+		t.Fatalf("expected clients %d, want the 3 renewing instances", got)
+	}
+	for range 10 { // the eviction limit takes a share per run
+		e.clock.Advance(time.Hour)
+		e.ev.RunOnce()
+	}
+	if n := e.reg.Size(); n != 5 {
+		t.Fatalf("after an hour without heartbeats %d remain, want the 5 static ones", n)
+	}
+	for _, ev := range e.evictEvents() {
+		if ev.Lease.Static {
+			t.Fatalf("evicted a static registration: %+v", ev)
+		}
+	}
+}

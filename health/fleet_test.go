@@ -356,3 +356,29 @@ func TestCollector(t *testing.T) {
 		}
 	}
 }
+
+// Static registrations (goreka.static-instances) never heartbeat by design:
+// they are never suspects, held or home instances, so nothing probes them,
+// in either mode, however long they go without a heartbeat.
+func TestStaticRegistrationsAreNotProbed(t *testing.T) {
+	for _, mode := range []Mode{OnSuspicion, Periodic} {
+		var probes atomic.Int64
+		p := ProberFunc(func(ctx context.Context, url string) Result { probes.Add(1); return Result{Unreachable, "refused"} })
+		w := newWorld(t, mode, p)
+		var static []*registry.Instance
+		for _, id := range ids("db", 5) {
+			static = append(static, instance("DB", id, "http://127.0.0.1:1/health"))
+		}
+		if _, err := w.reg.SetStatic(static); err != nil {
+			t.Fatal(err)
+		}
+		w.ev.OpenForTraffic(1)
+		w.run(10*time.Minute, nil)
+		if n := probes.Load(); n != 0 {
+			t.Errorf("mode %v: %d probes of static registrations", mode, n)
+		}
+		if n := w.reg.Size(); n != 5 {
+			t.Errorf("mode %v: %d static registrations left", mode, n)
+		}
+	}
+}

@@ -251,7 +251,9 @@ func (m *Monitor) discover(now time.Time) []registry.LeaseView {
 	m.mu.Unlock()
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	views := m.reg.Leases(func(v *registry.LeaseView) bool {
-		if URL(v.Instance) == "" {
+		// Static registrations never heartbeat by design: their silence is
+		// no evidence, and nothing evicts them.
+		if v.Static || URL(v.Instance) == "" {
 			return false
 		}
 		if _, ok := m.candidate(v, now); ok {

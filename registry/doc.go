@@ -50,6 +50,13 @@
 // the rule chain correct the stored status is a change (EventStatusCorrected)
 // as well.
 //
+// # Static registrations
+//
+// SetStatic stores the configured static registrations: leases that never
+// expire, refuse the writes the configuration owns, are left out of
+// Renewing (self-preservation's count), Export and replication (their
+// events and views carry Static). See static.go.
+//
 // # Immutability
 //
 // Stored *Instance values are never mutated: every change stores a modified

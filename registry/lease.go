@@ -47,6 +47,9 @@ type lease struct {
 	// down replaced its UP. Both under the write lock.
 	down DownCause
 	own  *Instance
+	// static marks a static registration (static.go): it never expires.
+	// Set before the lease is stored.
+	static bool
 }
 
 // newLease starts a lease for in, whose LeaseInfo is defaulted.
@@ -70,6 +73,9 @@ func (l *lease) expired(now time.Time, extra time.Duration) bool {
 	if !l.eviction.IsZero() {
 		return true
 	}
+	if l.static {
+		return false
+	}
 	deadline := l.lastUpdate.Load() + int64(l.duration()) + int64(extra)
 	return now.UnixNano() > deadline
 }
@@ -87,6 +93,7 @@ func (l *lease) view() LeaseView {
 		LastHeartbeat:         time.Unix(0, l.beat.Load()),
 		LastClientRenewal:     unixTime(l.direct.Load()),
 		DownBy:                l.down,
+		Static:                l.static,
 	}
 }
 

@@ -39,6 +39,8 @@ func ParseLifecycle(s string) (Lifecycle, bool) {
 // Lifecycle is the state of a registered lease at now.
 func (v *LeaseView) Lifecycle(now time.Time) Lifecycle {
 	switch {
+	case v.Static && v.EvictionTimestamp.IsZero():
+		return LifecycleUp // nobody heartbeats for it, and nobody needs to
 	case v.IsExpired(now, 0):
 		return LifecycleHeld
 	case now.Sub(v.LastHeartbeat) > 2*v.RenewalInterval:

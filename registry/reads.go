@@ -42,6 +42,9 @@ func (v LeaseView) IsExpired(now time.Time, extra time.Duration) bool {
 	if !v.EvictionTimestamp.IsZero() {
 		return true
 	}
+	if v.Static {
+		return false
+	}
 	return now.After(v.LastRenewalTimestamp.Add(v.Duration + extra))
 }
 

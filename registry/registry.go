@@ -53,6 +53,10 @@ type Registry struct {
 	recent    []change // recently changed queue, oldest first
 	expected  int
 	rev       int64 // revision of the last change
+	// static holds the configured static registrations as prepared
+	// (static.go); staticN counts their leases.
+	static  map[InstanceKey]*Instance
+	staticN int
 
 	// The change stream (events.go). Lock order: mu, then pendMu;
 	// deliverMu is never taken while holding mu.
@@ -87,6 +91,7 @@ func New(o Options) *Registry {
 		apps:       make(map[string]map[string]*lease),
 		overrides:  make(map[string]Status),
 		counts:     make(map[Status]int),
+		static:     make(map[InstanceKey]*Instance),
 		expected:   o.ExpectedClients,
 		registered: ring{max: o.LastN},
 		cancelled:  ring{max: o.LastN},

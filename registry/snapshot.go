@@ -27,6 +27,9 @@ func (r *Registry) Export() Snapshot {
 	s := Snapshot{Instances: make([]LeaseView, 0, r.size), Overrides: maps.Clone(r.overrides)}
 	for _, group := range r.apps {
 		for _, l := range group {
+			if l.static {
+				continue // the configuration brings it back
+			}
 			v := l.view()
 			if l.own != nil {
 				// goreka's own DOWN (MarkDown) is not the instance's state: a

@@ -166,6 +166,9 @@ type LeaseView struct {
 	// DownBy says why goreka itself serves the instance as DOWN (MarkDown);
 	// 0 if it does not.
 	DownBy DownCause
+	// Static marks a static registration (goreka.static-instances): it
+	// never expires, is never evicted and is not replicated.
+	Static bool
 }
 
 // Application is one application's instances, sorted by instance id.

@@ -62,6 +62,10 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 		return nil, err
 	}
 	r.mu.Lock()
+	if r.staticLocked(in.App, in.ID()) {
+		r.mu.Unlock()
+		return nil, errStatic(in.App, in.ID())
+	}
 	reg := r.registerLocked(in, fromPeer, now)
 	r.mu.Unlock()
 	r.deliver()
@@ -161,6 +165,10 @@ func (r *Registry) Adopt(v LeaseView, ifRevision int64) error {
 		return err
 	}
 	r.mu.Lock()
+	if r.staticLocked(in.App, in.ID()) {
+		r.mu.Unlock()
+		return errStatic(in.App, in.ID())
+	}
 	if ifRevision != 0 {
 		if l := r.apps[in.App][in.ID()]; l == nil || l.rev != ifRevision {
 			r.mu.Unlock()
@@ -211,6 +219,12 @@ func (r *Registry) Renew(req RenewRequest) error {
 	if l == nil {
 		r.mu.RUnlock()
 		return ErrNotFound
+	}
+	if l.static {
+		// Nobody needs to heartbeat for it: found, nothing to renew, not a
+		// renewal to count or send on.
+		r.mu.RUnlock()
+		return nil
 	}
 	in := l.inst
 	rev := l.rev
@@ -370,19 +384,37 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 		r.mu.Unlock()
 		return ErrNotExpired
 	}
-	r.cancelled.add(now, app, id)
-	delete(r.overrides, id)
+	if l != nil && l.static {
+		r.mu.Unlock()
+		return errStatic(app, id)
+	}
 	if l == nil {
+		r.cancelled.add(now, app, id)
+		delete(r.overrides, id)
 		r.mu.Unlock()
 		return ErrNotFound
 	}
+	r.removeLocked(app, id, l, kind, fromPeer, now)
+	r.mu.Unlock()
+	r.deliver()
+	return nil
+}
+
+// removeLocked removes a stored lease and records the removal. Caller holds
+// the write lock and delivers after unlocking.
+func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPeer bool, now time.Time) {
+	r.cancelled.add(now, app, id)
+	delete(r.overrides, id)
+	group := r.apps[app]
 	delete(group, id)
 	if len(group) == 0 {
 		delete(r.apps, app)
 	}
 	r.size--
 	r.counts[l.inst.Status]--
-	if r.expected > 0 {
+	if l.static {
+		r.staticN--
+	} else if r.expected > 0 {
 		r.expected--
 	}
 	in := l.inst.Clone()
@@ -392,9 +424,6 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	l.eviction = now
 	r.recent = append(r.recent, change{l, now})
 	r.commitLocked(kind, l, in.Status, "", true, fromPeer)
-	r.mu.Unlock()
-	r.deliver()
-	return nil
 }
 
 // StatusUpdate sets a status override (AbstractInstanceRegistry.statusUpdate).
@@ -504,6 +533,10 @@ func (r *Registry) UpdateMetadata(app, id string, kv map[string]string) (*Instan
 	if l == nil {
 		r.mu.Unlock()
 		return nil, ErrNotFound
+	}
+	if l.static {
+		r.mu.Unlock()
+		return nil, errStatic(app, id)
 	}
 	in := l.inst.Clone()
 	if in.Metadata == nil {

@@ -118,8 +118,12 @@ func TestOnEventIgnoresReplicatedAndEvict(t *testing.T) {
 	in := instance("APP", "a", clk.Now())
 	rep.OnEvent(registry.Event{Kind: registry.EventRegister, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in}, FromPeer: true})
 	rep.OnEvent(registry.Event{Kind: registry.EventEvict, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in}})
+	// A static registration's changes stay on this node, whatever the kind.
+	for _, k := range []registry.EventKind{registry.EventRegister, registry.EventCancel, registry.EventStatusUpdate, registry.EventDeleteStatusOverride} {
+		rep.OnEvent(registry.Event{Kind: k, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in, Static: true}, Status: registry.StatusUp, Changed: true})
+	}
 	if d := rep.Status()[0].QueueDepth; d != 0 {
-		t.Errorf("queued %d tasks for replicated/evict events", d)
+		t.Errorf("queued %d tasks for replicated/evict/static events", d)
 	}
 	rep.OnEvent(registry.Event{Kind: registry.EventCancel, App: "APP", ID: "a", Lease: registry.LeaseView{Instance: in}})
 	if d := rep.Status()[0].QueueDepth; d != 1 {

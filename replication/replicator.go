@@ -254,7 +254,9 @@ func setDirty(it *compat.ReplicationItem, in *registry.Instance) {
 func itemOf(e *registry.Event) (compat.ReplicationItem, bool) {
 	it := compat.ReplicationItem{AppName: e.App, ID: e.ID}
 	in := e.Instance()
-	if e.FromPeer {
+	if e.FromPeer || e.Lease.Static {
+		// Static registrations are each node's own configuration: nothing
+		// about them is replicated (registry/static.go).
 		return it, false
 	}
 	if e.Kind == registry.EventCancel {

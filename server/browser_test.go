@@ -389,6 +389,40 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 
 	noInjection(t, c, ctx, "Eureka - Last N events")
+
+	// The live view: the page watches the registry's changes, so a new
+	// instance (and a cancelled one) shows without a reload and long before
+	// the next poll (30 s while the watch is open, 5 s without it).
+	must(c.call(ctx, "Page.navigate", map[string]any{"url": base + "/"}, nil))
+	waitJS("the page watching changes", `document.readyState === 'complete' && !!document.querySelector('#live.ok[data-mode=watch]')`)
+	var before string
+	eval(`document.getElementById('currentTime').textContent`, &before)
+	start := time.Now()
+	register(t, base, reg{app: "LIVE", id: "live-1", status: "UP", statusPage: "http://live-1.svc.local/"})
+	waitJS("the new instance on the page", `!!document.querySelector('#instances tr.app[data-app="LIVE"]')`)
+	appeared := time.Since(start)
+	start = time.Now()
+	req, _ := http.NewRequest(http.MethodDelete, base+"/eureka/apps/LIVE/live-1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	must(err)
+	resp.Body.Close()
+	waitJS("the cancelled instance gone from the page", `!document.querySelector('#instances tr.app[data-app="LIVE"]')`)
+	gone := time.Since(start)
+	t.Logf("live view: registration shown after %v, cancel after %v", appeared, gone)
+	if appeared > 2500*time.Millisecond || gone > 2500*time.Millisecond {
+		t.Errorf("live view took %v / %v: not faster than the 5 s poll", appeared, gone)
+	}
+	noInjection(t, c, ctx, "Eureka")
+
+	// Without EventSource the page falls back to the 5 s poll.
+	must(c.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "delete window.EventSource;"}, nil))
+	must(c.call(ctx, "Page.navigate", map[string]any{"url": base + "/"}, nil))
+	waitJS("the page polling", `document.readyState === 'complete' && !window.EventSource && !!document.querySelector('#live.ok[data-mode=poll]')`)
+	start = time.Now()
+	register(t, base, reg{app: "POLLED", id: "polled-1", status: "UP", statusPage: "http://polled-1.svc.local/"})
+	waitJS("the new instance by the poll", `!!document.querySelector('#instances tr.app[data-app="POLLED"]')`)
+	t.Logf("without EventSource: registration shown after %v (poll)", time.Since(start))
+	noInjection(t, c, ctx, "Eureka")
 }
 
 // noInjection fails if a registrant's markup became live in the page: a

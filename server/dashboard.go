@@ -217,6 +217,9 @@ type pageView struct {
 	Apps      []appView
 	Instances int
 	Chart     chart
+	// Revision is the registry revision the applications were read at: the
+	// page watches the changes after it (/goreka/api/v1/watch?since=).
+	Revision int64
 
 	Registered, Cancelled []lastNRow
 }
@@ -268,6 +271,8 @@ type instanceView struct {
 	LastDirty        string            `json:"lastDirty,omitempty"`
 	Duration         int64             `json:"durationSecs"`
 	RenewalInterval  int64             `json:"renewalIntervalSecs"`
+	// Static marks a static registration (goreka.static-instances).
+	Static bool `json:"static,omitempty"`
 }
 
 type lastNRow struct{ Time, Lease string }
@@ -313,11 +318,15 @@ func (d *dashboard) view(withApps bool) pageView {
 		ReplicaStats(data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas)...)
 	v.Chart = newChart(data.RenewsHistory, data.RenewsThreshold)
 	if withApps {
-		for _, a := range d.s.reg.Applications().Apps {
+		all := d.s.reg.Applications()
+		v.Revision = all.Revision
+		for _, a := range all.Apps {
 			av := appOf(a)
 			v.Instances += av.Count
 			v.Apps = append(v.Apps, av)
 		}
+	} else {
+		v.Revision = d.s.reg.Revision()
 	}
 	return v
 }
@@ -371,6 +380,7 @@ func instanceOf(l registry.LeaseView) instanceView {
 		LastDirty:       fmtTime(in.LastDirtyTimestamp),
 		Duration:        int64(l.Duration / time.Second),
 		RenewalInterval: int64(l.RenewalInterval / time.Second),
+		Static:          l.Static,
 	}
 	if in.Port.Enabled {
 		iv.Port = in.Port.Number
@@ -514,6 +524,7 @@ type dashboardJSON struct {
 	InstanceInfo            [][2]string   `json:"instanceInfo"`
 	Applications            []appJSON     `json:"applications"`
 	Instances               int           `json:"instances"`
+	Revision                int64         `json:"revision"`
 
 	HealthAlert        string               `json:"healthAlert,omitempty"`
 	Lifecycle          []DashboardCount     `json:"lifecycle,omitempty"`
@@ -539,7 +550,7 @@ func (v pageView) JSON() dashboardJSON {
 		RenewsThreshold: d.RenewsThreshold, RenewsLastMinute: d.RenewsLastMinute, ExpectedClients: d.ExpectedClients,
 		Banner: d.Banner, RenewsHistory: make([]int64, len(d.RenewsHistory)),
 		Replicas: []replicaJSON{}, Peers: v.Peers, GeneralInfo: v.General, InstanceInfo: d.InstanceInfo,
-		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances,
+		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances, Revision: v.Revision,
 	}
 	j.HealthAlert, j.Lifecycle, j.LifecycleInstances = d.HealthAlert, d.Lifecycle, d.LifecycleInstances
 	if j.Peers == nil {

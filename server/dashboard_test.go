@@ -384,3 +384,31 @@ func TestDashboardLifecycle(t *testing.T) {
 	api := get(t, s, dashboardAPIPath).Body.String()
 	mustContain(t, api, `"healthAlert":"HEALTH PROBES SUSPENDED"`, `{"state":"held","count":20}`, `"note":"DOWN by probe: 3 failures, connection refused"`)
 }
+
+// A static registration is marked on the page and in the live data; an
+// ordinary instance is not.
+func TestDashboardMarksStatic(t *testing.T) {
+	reg := fixedRegistry(t)
+	db := &registry.Instance{InstanceID: "pg-1", HostName: "db.internal", App: "POSTGRES", IPAddr: "10.0.0.5",
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
+	if _, err := reg.SetStatic([]*registry.Instance{db}); err != nil {
+		t.Fatal(err)
+	}
+	s := newDashServer(t, reg, "/", fixedData())
+	page := get(t, s, "/").Body.String()
+	mustContain(t, page, `pg-1 <span class="static" title="static registration (goreka.static-instances)">static</span>`)
+	if strings.Count(page, `class="static"`) != 1 {
+		t.Errorf("static marks: %d, want 1", strings.Count(page, `class="static"`))
+	}
+	var j dashboardJSON
+	if err := json.Unmarshal(get(t, s, dashboardAPIPath).Body.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range j.Applications {
+		for _, in := range a.Instances {
+			if in.Static != (in.ID == "pg-1") {
+				t.Errorf("%s: static %v", in.ID, in.Static)
+			}
+		}
+	}
+}

@@ -225,9 +225,25 @@ func queryValue(raw, key string) (string, bool) {
 
 // MountAPI serves goreka's read API for tools (package api) on the
 // server's engine, behind the same middleware as every route: the read-only
-// user may use it, as it only has GET routes.
-func (s *Server) MountAPI(a *api.API) { a.Mount(s.engine) }
+// user may use it, as it only has GET routes. Its reads are behind the
+// start-up gate too (apiGate).
+func (s *Server) MountAPI(a *api.API) { a.Mount(s.engine.Group("", s.apiGate)) }
 
 // MountConsulAPI serves the read-only Consul catalog of package api at /v1
-// (goreka.consul-api.enabled), behind the same middleware.
-func (s *Server) MountConsulAPI(a *api.API) { a.MountConsul(s.engine) }
+// (goreka.consul-api.enabled), behind the same middleware and the start-up
+// gate.
+func (s *Server) MountConsulAPI(a *api.API) { a.MountConsul(s.engine.Group("", s.apiGate)) }
+
+// apiGate refuses the tools' reads with 403 while Eureka's reads are
+// refused (Gate: the start-up sync has not finished, or a start-up that
+// expected no clients is still waiting): a tool must not take a half-synced
+// registry for the truth any more than a Eureka client may. The body says
+// why, in the API's error shape; the tool retries, as a Consul or
+// Prometheus discovery does after any failed refresh.
+func (s *Server) apiGate(c *gin.Context) {
+	if s.gate != nil && !s.gate.AllowAccess() {
+		c.AbortWithStatusJSON(http.StatusForbidden, api.ErrorAnswer{Error: errNotOpen})
+	}
+}
+
+const errNotOpen = "registry not open for reads yet: the start-up sync with peers has not finished (Eureka answers 403 too)"

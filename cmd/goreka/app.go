@@ -72,6 +72,11 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if cfg.Goreka.Snapshot.Path != "" {
 		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
 	}
+	// Static registrations first: a snapshot or a peer's copy of the same
+	// instance does not replace them.
+	if err := a.applyStatic(cfg); err != nil {
+		return nil, err
+	}
 	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
 	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
 
@@ -284,7 +289,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		// wins, as in Eureka: restored instances that died while this node
 		// was down are not counted, so they cannot hold self-preservation
 		// on and keep themselves from being evicted.
-		count = a.reg.Size()
+		count = a.reg.Renewing()
 	}
 	// The listener served health probes during the sync; reads waited for
 	// this (eviction's AllowAccess).

@@ -37,9 +37,13 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ctl" {
+		return runCtl(args[1:], environ, stdout, stderr)
+	}
 	for _, a := range args {
 		if a == "--help" || a == "-h" {
 			fmt.Fprint(stdout, config.Usage())
+			fmt.Fprint(stdout, "\nThe same binary is also a client of a running goreka: goreka ctl -h\n")
 			return 0
 		}
 	}
@@ -73,49 +77,34 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hup, stopHup := notifyHangup()
+	defer stopHup()
 	a, err := newApp(cfg, log, time.Now)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "goreka: invalid configuration: %v\n", err)
 		return 2
 	}
-	// SIGHUP re-reads the configuration's service URLs (as does the timer
-	// of eureka.server.peer-eureka-nodes-update-interval-ms).
+	// SIGHUP re-reads the configuration: static registrations are applied
+	// at once (reloadOnHangup), and the same signal wakes the peer watcher,
+	// which re-reads the service URLs (as does the timer of
+	// eureka.server.peer-eureka-nodes-update-interval-ms).
+	load := func() (*config.Config, error) { return config.Load(args, environ, wd) }
 	a.reload = func() ([]string, error) {
-		c, err := config.Load(args, environ, wd)
+		c, err := load()
 		if err != nil {
 			return nil, err
 		}
 		return peerURLs(c), nil
 	}
-	a.hup = hangups(ctx)
+	peerHup := make(chan struct{}, 1)
+	a.hup = peerHup
+	go a.reloadOnHangup(ctx, hup, load, peerHup)
 	if err := a.run(ctx, ln); err != nil {
 		log.Error("server stopped", "err", err)
 		return 1
 	}
 	return 0
-}
-
-// hangups turns SIGHUP into a trigger channel until ctx is done.
-func hangups(ctx context.Context) <-chan struct{} {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGHUP)
-	out := make(chan struct{}, 1)
-	go func() {
-		defer signal.Stop(sig)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-sig:
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return out
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -39,9 +39,6 @@ type Config struct {
 	// KeepAlive is the interval of the watch's comment lines that keep
 	// idle connections open through proxies (default 15 s).
 	KeepAlive time.Duration
-	// Static, if set, tells whether an instance is a static registration
-	// (marked "static" in answers).
-	Static func(app, id string) bool
 }
 
 // API serves goreka's read API for tools over a registry. Its index and
@@ -323,11 +320,7 @@ func (a *API) page(q query) InstancesPage {
 }
 
 func (a *API) shape(v registry.LeaseView, lc Lifecycle) Instance {
-	in := InstanceOf(v, lc)
-	if a.cfg.Static != nil {
-		in.Static = a.cfg.Static(in.App, in.ID)
-	}
-	return in
+	return InstanceOf(v, lc)
 }
 
 func (a *API) apps(c *gin.Context) {

@@ -451,3 +451,26 @@ func mustGet(t *testing.T, reg *registry.Registry, k key) registry.LeaseView {
 	}
 	return v
 }
+
+// A static registration is marked static in queries, snapshots and watch
+// events; ordinary instances are not.
+func TestStaticMarked(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("ORDERS", "o1"))
+	if _, err := f.reg.SetStatic([]*registry.Instance{inst("DB", "db-1")}); err != nil {
+		t.Fatal(err)
+	}
+	var page InstancesPage
+	if code := f.get(Prefix+"/instances", &page); code != 200 || len(page.Instances) != 2 {
+		t.Fatalf("%d %+v", code, page)
+	}
+	for _, in := range page.Instances {
+		if in.Static != (in.ID == "db-1") {
+			t.Errorf("%s: static %v", in.ID, in.Static)
+		}
+	}
+	var ch ChangesAnswer
+	if code := f.get(Prefix+"/changes?since=1", &ch); code != 200 || len(ch.Changes) != 1 || !ch.Changes[0].Instance.Static {
+		t.Fatalf("change of the static registration: %d %+v", code, ch)
+	}
+}

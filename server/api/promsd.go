@@ -86,7 +86,7 @@ func (a *API) prometheusSD(c *gin.Context) {
 			metaInstance + "secure_port_enabled": strconv.FormatBool(in.SecurePort.Enabled),
 			metaInstance + "datacenterinfo_name": in.DataCenterInfo.Name,
 			metaGorekaLifecycle:                  string(l),
-			metaGorekaStatic:                     strconv.FormatBool(a.cfg.Static != nil && a.cfg.Static(in.App, in.ID())),
+			metaGorekaStatic:                     strconv.FormatBool(v.Static),
 		}
 		if in.InstanceID != "" {
 			labels["instance"] = in.InstanceID // eureka_sd sets it from instanceId too

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPrometheusSD(t *testing.T) {
-	f := newFixture(t, Config{Static: func(app, id string) bool { return id == "plain" }})
+	f := newFixture(t, Config{})
 	a := inst("ORDERS", "o1")
 	a.Metadata = map[string]string{"prometheus.path": "/actuator/prometheus", "prometheus.port": "9100", "zone-name": "a"}
 	a.CountryID = 1
@@ -21,7 +21,9 @@ func TestPrometheusSD(t *testing.T) {
 	bad := inst("BILLING", "plain")
 	bad.Metadata = map[string]string{"prometheus.port": "99999"}
 	bad.Status = registry.StatusDown
-	f.register(bad)
+	if _, err := f.reg.SetStatic([]*registry.Instance{bad}); err != nil { // a static registration
+		t.Fatal(err)
+	}
 
 	var got []TargetGroup
 	if code := f.get(Prefix+"/prometheus-sd", &got); code != 200 {

@@ -105,7 +105,7 @@ func InstanceOf(v registry.LeaseView, lc Lifecycle) Instance {
 	}
 	return Instance{
 		App: in.App, ID: in.ID(), HostName: in.HostName, IPAddr: in.IPAddr,
-		Status: in.Status, OverriddenStatus: in.OverriddenStatus, Lifecycle: lc,
+		Status: in.Status, OverriddenStatus: in.OverriddenStatus, Lifecycle: lc, Static: v.Static,
 		Port: in.Port.Number, PortEnabled: in.Port.Enabled,
 		SecurePort: in.SecurePort.Number, SecurePortOn: in.SecurePort.Enabled,
 		VIPAddress: in.VIPAddress, SecureVIPAddress: in.SecureVIPAddress,

@@ -107,11 +107,7 @@ func (a *API) snapshot() Snapshot {
 }
 
 func (a *API) change(e registry.Event) Change {
-	ch := ChangeOf(e)
-	if a.cfg.Static != nil {
-		ch.Instance.Static = a.cfg.Static(ch.App, ch.ID)
-	}
-	return ch
+	return ChangeOf(e)
 }
 
 // parseSince reads ?since= (or, for the watch, the Last-Event-ID header an
@@ -121,8 +117,10 @@ func parseSince(c *gin.Context, q url.Values, header bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s == "" && header {
-		s = c.GetHeader("Last-Event-ID")
+	// An EventSource reconnects to its original URL with the id of the last
+	// event it got: that is further along than the URL's since.
+	if id := c.GetHeader("Last-Event-ID"); header && id != "" {
+		s = id
 	}
 	if s == "" {
 		return 0, nil

@@ -158,6 +158,9 @@ func TestWatchResume(t *testing.T) {
 	// An EventSource reconnecting sends Last-Event-ID.
 	w = f.watch("", http.Header{"Last-Event-ID": {"6"}})
 	w.change("register", "a6", 7)
+	// ... to its original URL: the header is further along and wins.
+	w = f.watch("?since=4", http.Header{"Last-Event-ID": {"6"}})
+	w.change("register", "a6", 7)
 
 	// Too old (5 is retained, 4 no longer), the future (another server or
 	// a restart) and 0 start with a snapshot.

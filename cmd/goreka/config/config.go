@@ -170,6 +170,8 @@ type GorekaConfig struct {
 	Health      HealthConfig
 	Eviction    EvictionConfig
 	Peers       PeersConfig
+	// StaticInstances is goreka.static-instances, in the configured order.
+	StaticInstances []StaticInstance
 }
 
 // HealthConfig holds goreka.health.*: the opt-in health probes and caller

@@ -658,6 +658,11 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("%s is not in application.example.yml", m.name)
 		}
 	}
+	for _, l := range listProps {
+		if !strings.Contains(string(data), "# "+lastSegment(l.name)+":") {
+			t.Errorf("%s is not in application.example.yml", l.name)
+		}
+	}
 	// Every value the example sets equals the default, except the snapshot,
 	// which the example turns on (off by default).
 	if c.Goreka.Snapshot.Path != "./data/registry.snapshot" {

@@ -253,6 +253,7 @@ func bind(st *stack, errs *[]error, warns *[]string) *Config {
 		c.Instance.Metadata[k] = e.value
 		return nil
 	})
+	bindStatic(st, c, errs)
 	return c
 }
 
@@ -353,6 +354,9 @@ func unknownKeys(st *stack) []string {
 	known := map[string]bool{}
 	for _, p := range properties {
 		known[canonicalKey(p.name)] = true
+	}
+	for _, p := range listProps {
+		known[canonicalKey(p.name)] = true // its records are checked by bindStatic
 	}
 	var out []string
 	seen := map[string]bool{}

@@ -127,6 +127,22 @@ func isMapPrefix(canon string) bool {
 			return true
 		}
 	}
+	// A record's map field: goreka.staticinstances[N].metadata.
+	for _, lp := range listProps {
+		rest, ok := strings.CutPrefix(canon, lp.canon()+"[")
+		if !ok {
+			continue
+		}
+		idx, field, ok := strings.Cut(rest, "].")
+		if !ok || !isIndex(idx) {
+			continue
+		}
+		for _, f := range lp.fields {
+			if m, ok := strings.CutSuffix(f.name, ".*"); ok && field == canonicalSegment(m) {
+				return true
+			}
+		}
+	}
 	return false
 }
 

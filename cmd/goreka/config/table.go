@@ -561,3 +561,82 @@ func checkURL(s string) error {
 	}
 	return nil
 }
+
+// listProp is a property whose value is a list of records, written
+// name[N].field (YAML: a sequence of maps; properties and the command line:
+// name[0].field=...; environment: NAME_0_FIELD). As in Spring, the list of
+// the highest source that has any entry of it replaces the lists of lower
+// ones whole; a record field that is a map (name[N].field.<key>) keeps its
+// keys' text.
+type listProp struct {
+	name   string
+	doc    string
+	fields []recordField
+}
+
+// recordField is one field of a record of a list property. A field whose name
+// ends in ".*" is a map.
+// canon is the list's canonical name (no canonicalKey: it asks isMapPrefix,
+// which asks this).
+func (lp listProp) canon() string {
+	parts := strings.Split(lp.name, ".")
+	for i, p := range parts {
+		parts[i] = canonicalSegment(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+type recordField struct {
+	name string
+	doc  string
+	set  func(s *StaticInstance, key, v string) error
+}
+
+var listProps = []listProp{
+	{name: "goreka.static-instances", doc: "Static registrations: instances that never heartbeat (databases, external APIs). Registered at start, reloaded on SIGHUP, never expire or get evicted, not counted by self-preservation, not replicated (each node serves those of its own configuration).",
+		fields: []recordField{
+			{"app", "Application name (required; upper-cased).", func(s *StaticInstance, _, v string) error { return nonEmpty(&s.App, v) }},
+			{"instance-id", "Instance id; default host-name:app:port.", func(s *StaticInstance, _, v string) error { s.InstanceID = v; return nil }},
+			{"host-name", "Host name; default ip-addr (one of the two is required).", func(s *StaticInstance, _, v string) error { s.HostName = v; return nil }},
+			{"ip-addr", "IP address; default host-name.", func(s *StaticInstance, _, v string) error { s.IPAddr = v; return nil }},
+			{"port", "Port (enabled when set).", func(s *StaticInstance, _, v string) error { return portValue(&s.Port, v) }},
+			{"secure-port", "Secure port (enabled when set).", func(s *StaticInstance, _, v string) error { return portValue(&s.SecurePort, v) }},
+			{"status", "UP (default), DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN.", func(s *StaticInstance, _, v string) error {
+				st, ok := registry.ParseStatus(strings.ToUpper(v))
+				if !ok {
+					return errors.New("not a status: UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN")
+				}
+				s.Status = string(st)
+				return nil
+			}},
+			{"vip-address", "VIP address; default the lower-cased app.", func(s *StaticInstance, _, v string) error { s.VIPAddress = v; return nil }},
+			{"secure-vip-address", "Secure VIP address; default the lower-cased app.", func(s *StaticInstance, _, v string) error { s.SecureVIPAddress = v; return nil }},
+			{"home-page-url", "Home page URL.", func(s *StaticInstance, _, v string) error { s.HomePageURL = v; return nil }},
+			{"status-page-url", "Status page URL.", func(s *StaticInstance, _, v string) error { s.StatusPageURL = v; return nil }},
+			{"health-check-url", "Health check URL, published to clients (goreka's health probes leave static registrations alone).", func(s *StaticInstance, _, v string) error { s.HealthCheckURL = v; return nil }},
+			{"metadata.*", "Metadata map (keys keep their text).", func(s *StaticInstance, k, v string) error {
+				if s.Metadata == nil {
+					s.Metadata = map[string]string{}
+				}
+				s.Metadata[k] = v
+				return nil
+			}},
+		}},
+}
+
+func nonEmpty(p *string, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("must not be empty")
+	}
+	*p = v
+	return nil
+}
+
+func portValue(p *int, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 65535 {
+		return errors.New("not a port (1..65535)")
+	}
+	*p = n
+	return nil
+}

@@ -42,6 +42,12 @@ Go form (5s, 1m); Eureka keys keep their units (ms, seconds).
 			}
 		}
 	}
+	for _, lp := range listProps {
+		fmt.Fprintf(&b, "\n--%s[N].<field>=...  (a list; YAML: a sequence of maps)\n      %s\n", lp.name, lp.doc)
+		for _, f := range lp.fields {
+			fmt.Fprintf(&b, "  %s[N].%s\n      %s\n", lp.name, strings.Replace(f.name, "*", "<key>", 1), f.doc)
+		}
+	}
 	b.WriteString("\nKnown Spring Eureka properties that goreka accepts and ignores:\n")
 	for _, ig := range ignored {
 		fmt.Fprintf(&b, "  %s\n", ig.name)
@@ -95,6 +101,13 @@ func (c *Config) Render() string {
 	for _, m := range mapProps {
 		for _, k := range sortedKeys(c.origin) {
 			if strings.HasPrefix(k, m.name+".") {
+				line(k, c.origin[k], false)
+			}
+		}
+	}
+	for _, lp := range listProps {
+		for _, k := range sortedKeys(c.origin) {
+			if strings.HasPrefix(k, lp.name+"[") {
 				line(k, c.origin[k], false)
 			}
 		}

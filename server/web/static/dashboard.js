@@ -5,7 +5,16 @@
 (function () {
   'use strict';
 
+  // The page refreshes its data when the registry changes: it watches
+  // /goreka/api/v1/watch (Server-Sent Events) from the revision of its last
+  // data and refreshes, debounced, on every change. The counters (renewals,
+  // threshold) are not changes: they are polled, every WATCH_POLL_MS while
+  // the watch is open and every POLL_MS when it is not (no EventSource, the
+  // server refused it, the connection dropped).
   var POLL_MS = 5000;
+  var WATCH_POLL_MS = 30000;
+  var WATCH_DEBOUNCE_MS = 200;
+  var WATCH_RETRY_MS = 30000;
   var body = document.body;
   var root = body.getAttribute('data-root') || './';
   var page = body.getAttribute('data-page');
@@ -76,13 +85,51 @@
     if (!e) return;
     e.className = 'live ' + (ok ? 'ok' : 'err');
     e.textContent = ok ? 'live' : 'offline';
-    e.title = msg;
+    e.title = msg + (watch.open ? ' (watching changes)' : ' (polling every ' + POLL_MS / 1000 + ' s)');
+    e.setAttribute('data-mode', watch.open ? 'watch' : 'poll');
   }
 
   var timer = null;
   function schedule() {
     clearTimeout(timer);
-    timer = setTimeout(refresh, POLL_MS);
+    timer = setTimeout(refresh, watch.open ? WATCH_POLL_MS : POLL_MS);
+  }
+
+  // ---- the watch ---------------------------------------------------------
+
+  var watch = { es: null, open: false, retryAt: 0, debounce: null };
+
+  function changed() {
+    clearTimeout(watch.debounce);
+    watch.debounce = setTimeout(refresh, WATCH_DEBOUNCE_MS);
+  }
+
+  function stopWatch(retry) {
+    if (watch.es) watch.es.close();
+    watch.es = null;
+    watch.open = false;
+    if (retry) watch.retryAt = Date.now() + WATCH_RETRY_MS;
+  }
+
+  // startWatch subscribes to the changes after rev (the revision of the
+  // data just rendered), unless a watch runs or failed recently.
+  function startWatch(rev) {
+    if (!window.EventSource || watch.es || Date.now() < watch.retryAt || typeof rev !== 'number') return;
+    var es = new EventSource(root + 'goreka/api/v1/watch?since=' + rev, { withCredentials: true });
+    watch.es = es;
+    es.addEventListener('open', function () { watch.open = true; live(true, 'Updated ' + (state.data ? state.data.time : '')); schedule(); });
+    es.addEventListener('change', changed);
+    es.addEventListener('snapshot', changed);
+    // Fell behind: start again from the current data, not from a snapshot.
+    es.addEventListener('lagged', function () { stopWatch(false); refresh(); });
+    es.addEventListener('error', function () {
+      // CONNECTING: the browser reconnects by itself (with Last-Event-ID);
+      // poll meanwhile. CLOSED: refused (401, 403 before the start-up
+      // sync, not an event stream): poll, and try again later.
+      watch.open = false;
+      if (es.readyState === 2) stopWatch(true);
+      schedule();
+    });
   }
 
   function refresh() {
@@ -98,6 +145,7 @@
         state.data = d;
         render(d);
         live(true, 'Updated ' + d.time);
+        startWatch(d.revision);
       })
       .catch(function (e) { live(false, 'Live refresh failed: ' + e.message); })
       .then(schedule);
@@ -214,6 +262,7 @@
       g.instances.forEach(function (i, k) {
         if (k) td.appendChild(document.createTextNode(', '));
         td.appendChild(i.link ? el('a', { href: httpHref(i.link) || null, target: '_blank', rel: 'noopener noreferrer', text: i.id }) : document.createTextNode(i.id));
+        if (i.static) { td.appendChild(document.createTextNode(' ')); td.appendChild(staticBadge()); }
       });
       td.appendChild(el('br'));
     });
@@ -290,17 +339,21 @@
           el('button', { cls: 'toggle', type: 'button', 'data-act': 'inst', 'data-i': idx, 'aria-expanded': String(open),
             title: 'Details', text: open ? '\u25BE' : '\u25B8' }),
           link(i.link, i.id, true)
-        ]),
+        ].concat(i.static ? [' ', staticBadge()] : [])),
         el('td', null, [el('span', { cls: 'status ' + String(i.status).replace(/[^A-Z_]/g, ''), text: i.status })]),
         el('td', { text: i.hostName }),
         el('td', { text: i.ipAddr }),
         el('td', { text: i.securePort ? i.port + ' / ' + i.securePort + ' (secure)' : (i.port || '') }),
-        el('td', { text: i.lastRenewal || '' }),
+        el('td', { text: i.static ? 'static: no heartbeats' : (i.lastRenewal || '') }),
         el('td', null, actions(i, idx, key))
       ]));
       if (open) rows.push(el('tr', { cls: 'more' }, [el('td', { colspan: 7 }, [details(i)])]));
     });
     return el('tr', { cls: 'detail' }, [el('td', { colspan: 4 }, [el('table', { cls: 'inst' }, [el('tbody', null, rows)])])]);
+  }
+
+  function staticBadge() {
+    return el('span', { cls: 'static', title: 'static registration (goreka.static-instances): never expires, not replicated', text: 'static' });
   }
 
   function actions(i, idx, key) {
@@ -314,6 +367,7 @@
       out.push(el('button', { cls: 'act', type: 'button', 'data-act': 'back', 'data-i': idx, disabled: busy ? 'disabled' : null,
         title: 'DELETE status override', text: 'Put back in service' }));
     }
+    if (i.static) return out; // the configuration owns it: goreka refuses a cancel
     var confirming = state.confirm === key;
     out.push(el('button', { cls: 'act danger' + (confirming ? ' confirm' : ''), type: 'button', 'data-act': 'remove', 'data-i': idx,
       disabled: busy ? 'disabled' : null, title: 'DELETE the lease (the instance re-registers on its next heartbeat)',
