@@ -129,11 +129,15 @@
 // # Timing differences from Java
 //
 // Eureka's renews-per-minute meter ticks every 60 s from openForTraffic
-// and reads 0 during the first minute after it; registry's counter uses
-// wall-clock minutes. Both count one whole minute and change once a
-// minute, but goreka's first minute after OpenForTraffic may report
-// heartbeats received before it (replicated ones during start-up), where
-// Java reports 0. The eviction and renewal-threshold jobs start at
+// and reads 0 during the first minute after it. goreka's counts wall-clock
+// minutes until OpenForTraffic, then whole minutes from that instant
+// (registry.StartRenewsMeter), so it also reads 0 in the first minute and
+// a full minute from 60 s after opening; counted in wall-clock minutes, a
+// node opened mid-minute read a partial minute and stayed in
+// self-preservation up to a minute longer after each restart. Heartbeats
+// received before opening (replicated ones during start-up) count in the
+// first minute, as Java's increments before its timer starts do. The
+// eviction and renewal-threshold jobs start at
 // OpenForTraffic (Eureka's postInit; Java starts the 15-minute timer
 // slightly earlier, in init, which with Spring's defaults is the same
 // moment). The cron schedule works in whole seconds.

@@ -187,7 +187,12 @@ func (e *Evictor) OpenForTraffic(count int) {
 	e.startup = now
 	e.emptyOnStartup.Store(count == 0)
 	e.mu.Unlock()
-	e.openOnce.Do(func() { close(e.opened) })
+	e.openOnce.Do(func() {
+		// postInit: the renews meter starts here, so its first full
+		// minute ends 60 s after opening, as Eureka's does.
+		e.reg.StartRenewsMeter(now)
+		close(e.opened)
+	})
 	e.log.Info("open for traffic", "expected_clients", count,
 		"threshold", Threshold(count, e.cfg.ExpectedClientRenewalInterval, e.cfg.RenewalPercentThreshold))
 }

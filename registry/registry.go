@@ -116,6 +116,12 @@ func (r *Registry) SetExpectedClients(n int) {
 	r.mu.Unlock()
 }
 
+// StartRenewsMeter makes the renews-per-minute meter count whole minutes
+// from now on, once (Eureka starts its MeasuredRate in postInit, at
+// openForTraffic): during the first minute RenewsLastMinute is 0, and from
+// now+60 s on it is a full minute of renewals, never a part of one.
+func (r *Registry) StartRenewsMeter(now time.Time) { r.renews.start(now) }
+
 // RenewsLastMinute returns the renewals counted in the last full minute
 // (MeasuredRate): every successful renew, client or replicated.
 func (r *Registry) RenewsLastMinute() int64 { return r.renews.lastMinute(r.now()) }

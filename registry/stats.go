@@ -31,7 +31,8 @@ func hashCode(counts map[Status]int) string {
 // HashCode computes apps__hashcode for the given per-status counts.
 func HashCode(counts map[Status]int) string { return hashCode(counts) }
 
-// MinuteCount is the number of renewals in one wall-clock minute.
+// MinuteCount is the number of renewals in one minute (wall-clock minutes
+// until the meter starts, then minutes from its start).
 type MinuteCount struct {
 	Minute time.Time
 	Count  int64
@@ -43,11 +44,16 @@ const historyMinutes = 60
 // injected clock instead of a timer: lastMinute is the count of the previous
 // whole minute. It also keeps the last hour for the dashboard's chart.
 type rate struct {
-	mu     sync.Mutex
-	minute int64 // current bucket, unix minutes
-	cur    int64
-	hist   [historyMinutes]int64 // hist[m % 60] = count of minute m
-	histAt [historyMinutes]int64 // which minute hist[i] holds
+	mu sync.Mutex
+	// phase is the second of the minute at which buckets start: 0 counts
+	// wall-clock minutes until start moves it (Eureka's MeasuredRate, whose
+	// timer starts in postInit, at openForTraffic).
+	phase   int64
+	started bool
+	minute  int64 // current bucket: (unix seconds - phase) / 60
+	cur     int64
+	hist    [historyMinutes]int64 // hist[m % 60] = count of minute m
+	histAt  [historyMinutes]int64 // which minute hist[i] holds
 }
 
 func (r *rate) roll(m int64) {
@@ -61,18 +67,35 @@ func (r *rate) roll(m int64) {
 	r.minute, r.cur = m, 0
 }
 
-func (r *rate) inc(now time.Time) {
-	m := now.Unix() / 60
+// minuteOf is now's bucket; Caller holds r.mu.
+func (r *rate) minuteOf(now time.Time) int64 { return (now.Unix() - r.phase) / 60 }
+
+// start makes minutes count from now, once: the count so far stays in the
+// current bucket, which becomes the first minute (Java's increments before
+// start land in the bucket its first tick moves); the history is dropped.
+func (r *rate) start(now time.Time) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return
+	}
+	r.started, r.phase = true, now.Unix()%60
+	r.minute = r.minuteOf(now)
+	r.hist, r.histAt = [historyMinutes]int64{}, [historyMinutes]int64{}
+}
+
+func (r *rate) inc(now time.Time) {
+	r.mu.Lock()
+	m := r.minuteOf(now)
 	r.roll(m)
 	r.cur++
 	r.mu.Unlock()
 }
 
 func (r *rate) lastMinute(now time.Time) int64 {
-	m := now.Unix() / 60
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	m := r.minuteOf(now)
 	r.roll(m)
 	i := (m - 1) % historyMinutes
 	if r.histAt[i] != m-1 {
@@ -82,9 +105,9 @@ func (r *rate) lastMinute(now time.Time) int64 {
 }
 
 func (r *rate) history(now time.Time) []MinuteCount {
-	m := now.Unix() / 60
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	m := r.minuteOf(now)
 	r.roll(m)
 	out := make([]MinuteCount, 0, historyMinutes)
 	for k := m - historyMinutes; k < m; k++ {
@@ -93,7 +116,7 @@ func (r *rate) history(now time.Time) []MinuteCount {
 		if r.histAt[i] == k {
 			n = r.hist[i]
 		}
-		out = append(out, MinuteCount{Minute: time.Unix(k*60, 0).UTC(), Count: n})
+		out = append(out, MinuteCount{Minute: time.Unix(r.phase+k*60, 0).UTC(), Count: n})
 	}
 	return out
 }

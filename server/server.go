@@ -30,6 +30,9 @@ type Config struct {
 	// RateLimit is eureka.server.rate-limiter-*; the zero value admits
 	// every fetch (see RateLimitConfig).
 	RateLimit RateLimitConfig
+	// FetchLimit is goreka.fetch-limit.*: per-client fetch limits; the zero
+	// value is off (see FetchLimitConfig).
+	FetchLimit FetchLimitConfig
 }
 
 // Gate decides whether registry reads are served yet (Eureka's
@@ -68,6 +71,8 @@ type Server struct {
 	ops    Ops // off until EnableOps
 	// limiter is eureka.server.rate-limiter-* (RateLimitConfig).
 	limiter *rateLimiter
+	// fetchLimit is goreka.fetch-limit.* (FetchLimitConfig); nil when off.
+	fetchLimit *fetchLimiter
 }
 
 // New builds a Server and its routes.
@@ -100,8 +105,11 @@ func New(cfg Config, d Deps) *Server {
 	// nothing until EnableOps configures them. gin runs the same chain for
 	// its 404 and 405 answers, whose bodies are written by the handlers below
 	// (gin's own texts) so that the access log counts their bytes.
+	// The per-client fetch limit comes before the global rate limiter so
+	// that a client refused for its own loop draws no global token.
 	s.limiter = newRateLimiter(cfg.RateLimit, s.now)
-	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate, s.limiter.middleware)
+	s.fetchLimit = newFetchLimiter(cfg.FetchLimit, s.now)
+	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate, s.fetchLimit.middleware, s.limiter.middleware)
 	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
 	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })
 	s.routes()

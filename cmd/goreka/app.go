@@ -119,7 +119,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	}
 
 	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
-	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector(), a.srv.RateLimitCollector())
+	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector(), a.srv.RateLimitCollector(), a.srv.FetchLimitCollector())
 	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil

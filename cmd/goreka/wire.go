@@ -159,7 +159,15 @@ func serverConfig(cfg *config.Config) server.Config {
 			RegistryFetchAverageRate: es.RateLimiterRegistryFetchAverageRate,
 			FullFetchAverageRate:     es.RateLimiterFullFetchAverageRate,
 		},
+		FetchLimit: fetchLimitConfig(cfg.Goreka.FetchLimit),
 	}
+}
+
+// fetchLimitConfig maps goreka.fetch-limit.* to the server's per-client
+// fetch limiter.
+func fetchLimitConfig(fl config.FetchLimitConfig) server.FetchLimitConfig {
+	return server.FetchLimitConfig{Enabled: fl.Enabled, FullPerMinute: fl.FullPerMinute, DeltaPerMinute: fl.DeltaPerMinute,
+		Burst: fl.Burst, MaxClients: fl.MaxClients, IdentifyBy: fl.IdentifyBy}
 }
 
 func apiConfig(now func() time.Time) api.Config {

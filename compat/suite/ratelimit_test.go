@@ -4,6 +4,8 @@ package suite
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +30,48 @@ var rateLimitChecks = []string{
 	"clients see a new app under load",
 }
 
+// limitCase is one run of the limiter scenario: the server's arguments, its output directory and how the loop
+// fetches. The rate limiter's loop sends no identity; the per-client fetch limit's loop comes from another
+// address (127.0.0.2), as a misbehaving client on another host would, so that only it is over its allowance.
+type limitCase struct {
+	name, dir string
+	args      []string
+	loop      func(e eurekaAPI) (int, error)
+}
+
+var rateLimitCase = limitCase{name: "rate limiter", dir: "ratelimit", args: rateLimitArgs,
+	loop: func(e eurekaAPI) (int, error) {
+		code, _, err := e.do(http.MethodGet, "apps/", nil, "application/json")
+		return code, err
+	}}
+
+// The per-client fetch limit under real clients (issue 20): goreka with goreka.fetch-limit.enabled, 6 full
+// fetches a minute per client after a burst of 5 and 600 deltas a minute (the Spring agents fetch a delta every
+// second and share 127.0.0.1, since they send no DiscoveryIdentity-Id); the global rate limiter is off.
+var fetchLimitCase = limitCase{name: "fetch limit", dir: "fetchlimit", args: []string{
+	"--goreka.fetch-limit.enabled=true",
+	"--goreka.fetch-limit.full-per-minute=6",
+	"--goreka.fetch-limit.delta-per-minute=600",
+	"--goreka.fetch-limit.burst=5",
+}, loop: func(e eurekaAPI) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, e.base+"apps/", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := fromOtherHost.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}}
+
+// fromOtherHost connects from 127.0.0.2: another client address for the server on 127.0.0.1.
+var fromOtherHost = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+
 var rateLimitArgs = []string{
 	"--eureka.server.rate-limiter-enabled=true",
 	"--eureka.server.rate-limiter-burst-size=5",
@@ -35,7 +79,7 @@ var rateLimitArgs = []string{
 	"--eureka.server.rate-limiter-full-fetch-average-rate=5",
 }
 
-func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string]error) []mixedResult {
+func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string]error, lc limitCase) []mixedResult {
 	results := map[string]result{}
 	out := func(msg string) []mixedResult {
 		var r []mixedResult
@@ -61,7 +105,7 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 	if err != nil {
 		return out("goreka build failed: " + err.Error())
 	}
-	outDir := filepath.Join(s.out, "ratelimit")
+	outDir := filepath.Join(s.out, lc.dir)
 	_ = os.RemoveAll(outDir)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -70,7 +114,7 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &server{tg: gt, port: port, log: filepath.Join(outDir, "goreka.log"), args: rateLimitArgs,
+	g := &server{tg: gt, port: port, log: filepath.Join(outDir, "goreka.log"), args: lc.args,
 		api: eurekaAPI{base: fmt.Sprintf("http://127.0.0.1:%d/eureka/", port)}}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -97,7 +141,7 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 		if g.p != nil {
 			_ = g.p.stop(syscall.SIGTERM, 20*time.Second)
 		}
-		t.Logf("rate limiter: done in %s", time.Since(start).Round(time.Second))
+		t.Logf("%s: done in %s", lc.name, time.Since(start).Round(time.Second))
 	}()
 	if gErr != nil || len(startErrs) > 0 {
 		return out(fmt.Sprintf("start-up: %v %v", gErr, startErrs))
@@ -110,7 +154,7 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 			}
 			return slices.Equal(l, []string{a.id + " UP"}), fmt.Sprintf("%q", l)
 		}); err != nil {
-			t.Logf("rate limiter: %v\n--- %s (tail)\n%s", err, a.p.log, tail(a.p.log, 30))
+			t.Logf("%s: %v\n--- %s (tail)\n%s", lc.name, err, a.p.log, tail(a.p.log, 30))
 			return out("agents did not start")
 		}
 	}
@@ -119,14 +163,14 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 		before[a] = a.proxy.Snapshot()
 	}
 
-	// The loop: full fetches without DiscoveryIdentity-Name for 15 s.
+	// The loop: full fetches for 15 s (lc.loop says as whom).
 	codes := map[int]int{}
 	var mu sync.Mutex
 	stop := time.Now().Add(15 * time.Second)
 	var loop sync.WaitGroup
 	loop.Go(func() {
 		for time.Now().Before(stop) {
-			code, _, err := g.api.do(http.MethodGet, "apps/", nil, "application/json")
+			code, err := lc.loop(g.api)
 			if err == nil {
 				mu.Lock()
 				codes[code]++
@@ -189,9 +233,9 @@ func sumValues(m map[int]int) int {
 	return n
 }
 
-func renderRateLimit(res []mixedResult) string {
+func renderRateLimit(lc limitCase, res []mixedResult) string {
 	var b strings.Builder
-	b.WriteString("## rate limiter: goreka with rate-limiter-enabled, a non-standard client in a loop, real clients fetching\n\n| run |")
+	fmt.Fprintf(&b, "## %s: goreka with %s, one client in a loop of full fetches, real clients fetching\n\n| run |", lc.name, strings.Join(lc.args, " "))
 	for _, r := range res {
 		fmt.Fprintf(&b, " %s |", r.check)
 	}

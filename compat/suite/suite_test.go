@@ -164,13 +164,15 @@ func TestCompat(t *testing.T) {
 		}
 	}
 	if slices.Contains(names, "goreka") || os.Getenv("COMPAT_RATELIMIT") == "1" {
-		res := s.runRateLimit(t, clients, buildErr)
-		table := renderRateLimit(res)
-		fmt.Println(table)
-		md.WriteString(table + "\n")
-		for _, r := range res {
-			if r.outcome == fail {
-				failed = true
+		for _, lc := range []limitCase{rateLimitCase, fetchLimitCase} {
+			res := s.runRateLimit(t, clients, buildErr, lc)
+			table := renderRateLimit(lc, res)
+			fmt.Println(table)
+			md.WriteString(table + "\n")
+			for _, r := range res {
+				if r.outcome == fail {
+					failed = true
+				}
 			}
 		}
 	}

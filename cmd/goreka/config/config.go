@@ -172,6 +172,18 @@ type GorekaConfig struct {
 	Peers       PeersConfig
 	// StaticInstances is goreka.static-instances, in the configured order.
 	StaticInstances []StaticInstance
+	FetchLimit      FetchLimitConfig
+}
+
+// FetchLimitConfig holds goreka.fetch-limit.*: per-client limits on full and
+// delta registry fetches (server.FetchLimitConfig).
+type FetchLimitConfig struct {
+	Enabled        bool   // goreka.fetch-limit.enabled
+	FullPerMinute  int    // goreka.fetch-limit.full-per-minute; 0 = unlimited
+	DeltaPerMinute int    // goreka.fetch-limit.delta-per-minute; 0 = unlimited
+	Burst          int    // goreka.fetch-limit.burst
+	MaxClients     int    // goreka.fetch-limit.max-clients
+	IdentifyBy     string // goreka.fetch-limit.identify-by: identity or address
 }
 
 // HealthConfig holds goreka.health.*: the opt-in health probes and caller
