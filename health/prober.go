@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -105,55 +106,111 @@ func (p HTTPProber) Probe(ctx context.Context, url string) Result {
 
 // classify is the verdict on an answer: 2xx is healthy unless an actuator
 // body says otherwise; every other status is unhealthy (503 is what Spring
-// answers for DOWN and OUT_OF_SERVICE).
+// answers for DOWN and OUT_OF_SERVICE), except a Spring 503 whose only
+// non-UP part is the registry's own echo (see actuatorStatus).
 func classify(code int, contentType string, body []byte) Result {
+	s, echo := actuatorStatus(contentType, body)
+	unhealthy := s == "DOWN" || s == "OUT_OF_SERVICE"
+	if code == http.StatusServiceUnavailable && echo && !unhealthy {
+		return Result{Healthy, "HTTP 503 only from the registry's own status (discoveryComposite/eureka); the rest " + s}
+	}
 	if code/100 != 2 {
 		return Result{Unhealthy, fmt.Sprintf("HTTP %d", code)}
 	}
-	if s := actuatorStatus(contentType, body); s == "DOWN" || s == "OUT_OF_SERVICE" {
+	if unhealthy {
 		return Result{Unhealthy, fmt.Sprintf("status %q", s)}
 	}
 	return Result{Healthy, fmt.Sprintf("HTTP %d", code)}
 }
 
+// actuatorDoc is a Spring actuator health document, components nested.
+type actuatorDoc struct {
+	Status     string                 `json:"status"`
+	Components map[string]actuatorDoc `json:"components"`
+}
+
 // actuatorStatus is the top-level "status" of a JSON body, "" if there is
 // none or the body is not JSON.
-func actuatorStatus(contentType string, body []byte) string {
+//
+// Spring Cloud Netflix's "eureka" indicator (inside "discoveryComposite")
+// reports the status the registry serves for the instance itself. A probe
+// of the root health would see goreka's own DOWN verdict come back and keep
+// the instance DOWN for ever; Spring's own EurekaHealthCheckHandler leaves
+// that indicator out for the same reason (spring-cloud-netflix gh-643).
+// When a DOWN or OUT_OF_SERVICE document shows its components
+// (management.endpoint.health.show-components), the status is therefore
+// aggregated again without it, as Spring aggregates (DOWN before
+// OUT_OF_SERVICE before UP before UNKNOWN), and echo is true. Without
+// components the echo cannot be told apart: the README says what to
+// configure.
+func actuatorStatus(contentType string, body []byte) (status string, echo bool) {
 	b := strings.TrimSpace(string(body))
 	if !strings.HasPrefix(b, "{") && !strings.Contains(contentType, "json") {
-		return ""
+		return "", false
 	}
-	var doc struct {
-		Status string `json:"status"`
-	}
+	var doc actuatorDoc
 	// A body cut at maxBody does not decode; Spring writes "status" first,
 	// so look for it in the decoder's tokens instead of giving up.
 	dec := json.NewDecoder(strings.NewReader(b))
 	if err := dec.Decode(&doc); err == nil {
-		return strings.ToUpper(doc.Status)
+		top := strings.ToUpper(doc.Status)
+		if top != "DOWN" && top != "OUT_OF_SERVICE" {
+			return top, false // never judged worse than Spring's own aggregate
+		}
+		if s, ok := doc.withoutEcho(); ok {
+			return s, true
+		}
+		return top, false
 	}
 	dec = json.NewDecoder(strings.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", false
 	}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return ""
+			return "", false
 		}
 		if k == "status" {
 			var s string
 			if dec.Decode(&s) == nil {
-				return strings.ToUpper(s)
+				return strings.ToUpper(s), false
 			}
-			return ""
+			return "", false
 		}
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return ""
+			return "", false
 		}
 	}
-	return ""
+	return "", false
+}
+
+// withoutEcho aggregates d's components without discoveryComposite's
+// eureka indicator; ok is false when d has no such indicator.
+func (d actuatorDoc) withoutEcho() (string, bool) {
+	dc, ok := d.Components["discoveryComposite"]
+	if _, echo := dc.Components["eureka"]; !ok || !echo {
+		return "", false
+	}
+	var statuses []string
+	for name, c := range d.Components {
+		if name != "discoveryComposite" {
+			statuses = append(statuses, strings.ToUpper(c.Status))
+			continue
+		}
+		for n, cc := range c.Components {
+			if n != "eureka" {
+				statuses = append(statuses, strings.ToUpper(cc.Status))
+			}
+		}
+	}
+	for _, s := range []string{"DOWN", "OUT_OF_SERVICE", "UP"} {
+		if slices.Contains(statuses, s) {
+			return s, true
+		}
+	}
+	return "UNKNOWN", true
 }
 
 // reachError names why there was no answer, in a few words.
