@@ -22,6 +22,7 @@ var scenarioNames = []string{
 	"f server restart",
 	"g metadata",
 	"h basic auth",
+	"p probe DOWN",
 	"w warm restart",
 }
 

@@ -32,6 +32,9 @@ type target struct {
 	// snapshotArgs, when set, are extra arguments that make the server keep its registry in the file path
 	// across a restart (scenario w); nil: the scenario does not apply (notes[w] says why).
 	snapshotArgs func(path string) []string
+	// probeArgs, when set, are extra arguments that make the server probe its instances' health checks in
+	// periodic mode (scenario p); nil: the scenario does not apply (notes[p] says why).
+	probeArgs func() []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
 	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
@@ -225,6 +228,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			notes: map[string]string{
 				"h basic auth": "the stock server has no Spring Security in this build",
 				wScenario:      "Eureka keeps its registry in memory only",
+				pScenario:      "Eureka does not probe",
 			},
 			clientLimits: map[string]map[string]limitation{
 				"netflix-java": {"c back": {naOnStock, stock404}, "f re-register": {naOnStock, stock404}},
@@ -256,6 +260,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			snapshotArgs: func(path string) []string {
 				return []string{"--goreka.snapshot.path=" + path, "--goreka.snapshot.interval=1s"}
 			},
+			probeArgs: func() []string { return probeTimings },
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
@@ -337,6 +342,16 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 		srv.api.auth = s.auth
 		auth = s.auth
 	}
+	// (p) health probes: its own server and agents, in parallel with everything below.
+	waitProbe := s.startProbeScenario(t, tg, clients, outDir, auth, useAuth, buildErr)
+	defer func() {
+		res := waitProbe()
+		for i, c := range clients {
+			if r, ok := res[c]; ok {
+				runs[i].results[pScenario] = r
+			}
+		}
+	}()
 	start := time.Now()
 	if err := s.startServer(srv); err != nil {
 		t.Logf("target %s: %v", name, err)
