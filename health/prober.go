@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,9 +30,13 @@ const (
 	Unhealthy
 	// Unreachable: no answer (connection refused, timeout, reset, DNS).
 	Unreachable
+	// NotAllowed: the health URL leads to an address outside
+	// goreka.health.probe.allowed-networks; nothing was sent. It is neither
+	// a success nor a failure: the instance is judged as if never probed.
+	NotAllowed
 )
 
-var outcomeNames = [...]string{"", "healthy", "unhealthy", "unreachable"}
+var outcomeNames = [...]string{"", "healthy", "unhealthy", "unreachable", "not-allowed"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -48,7 +53,10 @@ type Result struct {
 }
 
 // Failed reports whether the probe counts as a failure.
-func (r Result) Failed() bool { return r.Outcome != Healthy }
+func (r Result) Failed() bool { return r.Outcome == Unhealthy || r.Outcome == Unreachable }
+
+// Counts reports whether the probe is evidence at all (NotAllowed is not).
+func (r Result) Counts() bool { return r.Outcome != NotAllowed }
 
 // Prober probes one health URL. It returns within ctx's deadline. The real
 // one is HTTPProber; tests may use any other.
@@ -64,6 +72,48 @@ type Prober interface {
 type HTTPProber struct {
 	// Client, if set, replaces the default client.
 	Client *http.Client
+}
+
+// NewHTTPProber returns the prober goreka uses: with allowed not empty
+// (goreka.health.probe.allowed-networks), its connections only go to
+// those networks. The address is checked when the connection is made,
+// after name resolution, so a host name cannot lead elsewhere, and
+// redirects are never followed; a refused address is NotAllowed.
+func NewHTTPProber(allowed []netip.Prefix) HTTPProber {
+	if len(allowed) == 0 {
+		return HTTPProber{}
+	}
+	return HTTPProber{Client: allowedClient(allowed)}
+}
+
+// errNotAllowed is the dialer's refusal of an address outside the allowed
+// networks.
+type errNotAllowed struct{ addr string }
+
+func (e *errNotAllowed) Error() string {
+	return "address " + e.addr + " not in goreka.health.probe.allowed-networks"
+}
+
+// allowedClient returns a client like defaultClient whose connections only
+// go to the networks in allowed.
+func allowedClient(allowed []netip.Prefix) *http.Client {
+	d := &net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &errNotAllowed{address}
+		}
+		ip := ap.Addr().Unmap()
+		for _, p := range allowed {
+			if p.Contains(ip) {
+				return nil
+			}
+		}
+		return &errNotAllowed{ip.String()}
+	}}
+	return &http.Client{
+		Transport:     &http.Transport{Proxy: nil, DialContext: d.DialContext, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // maxBody is how much of an answer is read to find an actuator status: the
@@ -94,6 +144,9 @@ func (p HTTPProber) Probe(ctx context.Context, url string) Result {
 	req.Header.Set("User-Agent", "goreka-health-probe")
 	resp, err := c.Do(req)
 	if err != nil {
+		if na := (*errNotAllowed)(nil); errors.As(err, &na) {
+			return Result{NotAllowed, na.Error()}
+		}
 		return Result{Unreachable, reachError(ctx, err)}
 	}
 	defer resp.Body.Close()
