@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 )
 
@@ -62,6 +63,10 @@ type Config struct {
 	// ReportsPerMinute is goreka.health.report.per-reporter-per-minute
 	// (60): reports accepted from one reporter (its address).
 	ReportsPerMinute int
+	// AllowedNetworks is goreka.health.probe.allowed-networks (empty: any):
+	// the networks probes may connect to. Health URLs are the registrants'
+	// word; see "Where probes go" in the package doc.
+	AllowedNetworks []netip.Prefix
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

@@ -14,7 +14,21 @@
 // actuator document whose top-level "status" is DOWN or OUT_OF_SERVICE; a
 // 503, any other status, or such a body is unhealthy; no answer (refused,
 // timeout, reset, DNS) is unreachable. Unhealthy and unreachable are
-// failures.
+// failures. One exception: Spring Cloud Netflix's "eureka" indicator
+// (inside "discoveryComposite") echoes the status this server serves for
+// the instance, so a DOWN or OUT_OF_SERVICE document that lists its
+// components is judged without it (as Spring's EurekaHealthCheckHandler
+// does); without the components the echo cannot be seen (README).
+//
+// # Where probes go
+//
+// Health URLs are the registrants' word: with probes on, whoever can
+// register can make this server send GETs to any address it can reach.
+// goreka.health.probe.allowed-networks (CIDRs; empty: any) limits the
+// addresses probes connect to, checked on the address dialled after name
+// resolution; redirects are never followed. An instance outside it is
+// never contacted (outcome not-allowed) and judged as if never probed: no
+// failure, no guard sample, no verdict.
 //
 // In on-suspicion mode (the default) the candidates are the instances that
 // missed heartbeats (more than two of their renewal intervals since the

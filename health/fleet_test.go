@@ -26,12 +26,17 @@ import (
 // answers within the probe timeout.
 type endpoints struct {
 	healthy, unavailable, outOfService, refused, slow string
+	n                                                 *atomic.Int64 // requests served
 }
+
+// hits is the number of requests the endpoints received.
+func (e endpoints) hits() int64 { return e.n.Load() }
 
 func newEndpoints(t *testing.T) endpoints {
 	t.Helper()
+	n := new(atomic.Int64)
 	serve := func(h http.HandlerFunc) string {
-		s := httptest.NewServer(h)
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1); h(w, r) }))
 		t.Cleanup(s.Close)
 		return s.URL + "/actuator/health"
 	}
@@ -65,6 +70,7 @@ func newEndpoints(t *testing.T) endpoints {
 		}),
 		refused: refused,
 		slow:    slow,
+		n:       n,
 	}
 }
 

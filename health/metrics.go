@@ -38,7 +38,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		g(descLifecycle, prometheus.GaugeValue, float64(lc.Counts[s]), string(s))
 	}
 	st := c.m.Status()
-	for o := Healthy; o <= Unreachable; o++ {
+	for o := Healthy; o <= NotAllowed; o++ {
 		g(descProbes, prometheus.CounterValue, float64(st.Counters.Probes[o]), o.String())
 	}
 	g(descGuard, prometheus.GaugeValue, bit(st.GuardActive))

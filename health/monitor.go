@@ -134,7 +134,7 @@ type Monitor struct {
 
 // Counters are the monitor's totals since start.
 type Counters struct {
-	Probes           [4]int64 // by Outcome
+	Probes           [5]int64 // by Outcome
 	EvictedByProbe   int64
 	DownByProbe      int64
 	UpByProbe        int64
@@ -145,11 +145,12 @@ type Counters struct {
 }
 
 // New returns a Monitor over reg. sp may be nil (lease expiration always
-// enabled: nothing is ever held); prober nil is HTTPProber{}.
+// enabled: nothing is ever held); prober nil is
+// NewHTTPProber(cfg.AllowedNetworks).
 func New(reg *registry.Registry, sp Preservation, prober Prober, cfg Config) *Monitor {
 	cfg = cfg.withDefaults()
 	if prober == nil {
-		prober = HTTPProber{}
+		prober = NewHTTPProber(cfg.AllowedNetworks)
 	}
 	return &Monitor{
 		reg: reg, sp: sp, prober: prober, cfg: cfg,
@@ -385,8 +386,10 @@ func (m *Monitor) settle(results []outcome) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, o := range results {
-		m.window = append(m.window, sample{now, o.res.Failed()})
 		m.counts.Probes[o.res.Outcome]++
+		if o.res.Counts() {
+			m.window = append(m.window, sample{now, o.res.Failed()})
+		}
 	}
 	m.judgeLocked(now)
 	for _, o := range results {
@@ -446,6 +449,16 @@ func (m *Monitor) actLocked(rec *record, res Result, now time.Time, expEnabled b
 	rec.inflight = false
 	rec.lastAt, rec.last = now, res
 	rec.next = now.Add(m.cfg.Interval + m.jitterLocked())
+	if !res.Counts() {
+		// No evidence (an address outside the allowed networks): judged as
+		// if never probed, a report's probe included, and no verdict stands
+		// on earlier evidence.
+		rec.reported, rec.fails, rec.oks = false, 0, 0
+		if rec.down {
+			m.liftLocked(rec, "health URL outside the allowed networks")
+		}
+		return
+	}
 	if res.Failed() {
 		rec.fails++
 		rec.oks = 0

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,9 +30,13 @@ const (
 	Unhealthy
 	// Unreachable: no answer (connection refused, timeout, reset, DNS).
 	Unreachable
+	// NotAllowed: the health URL leads to an address outside
+	// goreka.health.probe.allowed-networks; nothing was sent. It is neither
+	// a success nor a failure: the instance is judged as if never probed.
+	NotAllowed
 )
 
-var outcomeNames = [...]string{"", "healthy", "unhealthy", "unreachable"}
+var outcomeNames = [...]string{"", "healthy", "unhealthy", "unreachable", "not-allowed"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -47,7 +53,10 @@ type Result struct {
 }
 
 // Failed reports whether the probe counts as a failure.
-func (r Result) Failed() bool { return r.Outcome != Healthy }
+func (r Result) Failed() bool { return r.Outcome == Unhealthy || r.Outcome == Unreachable }
+
+// Counts reports whether the probe is evidence at all (NotAllowed is not).
+func (r Result) Counts() bool { return r.Outcome != NotAllowed }
 
 // Prober probes one health URL. It returns within ctx's deadline. The real
 // one is HTTPProber; tests may use any other.
@@ -63,6 +72,48 @@ type Prober interface {
 type HTTPProber struct {
 	// Client, if set, replaces the default client.
 	Client *http.Client
+}
+
+// NewHTTPProber returns the prober goreka uses: with allowed not empty
+// (goreka.health.probe.allowed-networks), its connections only go to
+// those networks. The address is checked when the connection is made,
+// after name resolution, so a host name cannot lead elsewhere, and
+// redirects are never followed; a refused address is NotAllowed.
+func NewHTTPProber(allowed []netip.Prefix) HTTPProber {
+	if len(allowed) == 0 {
+		return HTTPProber{}
+	}
+	return HTTPProber{Client: allowedClient(allowed)}
+}
+
+// errNotAllowed is the dialer's refusal of an address outside the allowed
+// networks.
+type errNotAllowed struct{ addr string }
+
+func (e *errNotAllowed) Error() string {
+	return "address " + e.addr + " not in goreka.health.probe.allowed-networks"
+}
+
+// allowedClient returns a client like defaultClient whose connections only
+// go to the networks in allowed.
+func allowedClient(allowed []netip.Prefix) *http.Client {
+	d := &net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &errNotAllowed{address}
+		}
+		ip := ap.Addr().Unmap()
+		for _, p := range allowed {
+			if p.Contains(ip) {
+				return nil
+			}
+		}
+		return &errNotAllowed{ip.String()}
+	}}
+	return &http.Client{
+		Transport:     &http.Transport{Proxy: nil, DialContext: d.DialContext, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // maxBody is how much of an answer is read to find an actuator status: the
@@ -93,6 +144,9 @@ func (p HTTPProber) Probe(ctx context.Context, url string) Result {
 	req.Header.Set("User-Agent", "goreka-health-probe")
 	resp, err := c.Do(req)
 	if err != nil {
+		if na := (*errNotAllowed)(nil); errors.As(err, &na) {
+			return Result{NotAllowed, na.Error()}
+		}
 		return Result{Unreachable, reachError(ctx, err)}
 	}
 	defer resp.Body.Close()
@@ -105,55 +159,111 @@ func (p HTTPProber) Probe(ctx context.Context, url string) Result {
 
 // classify is the verdict on an answer: 2xx is healthy unless an actuator
 // body says otherwise; every other status is unhealthy (503 is what Spring
-// answers for DOWN and OUT_OF_SERVICE).
+// answers for DOWN and OUT_OF_SERVICE), except a Spring 503 whose only
+// non-UP part is the registry's own echo (see actuatorStatus).
 func classify(code int, contentType string, body []byte) Result {
+	s, echo := actuatorStatus(contentType, body)
+	unhealthy := s == "DOWN" || s == "OUT_OF_SERVICE"
+	if code == http.StatusServiceUnavailable && echo && !unhealthy {
+		return Result{Healthy, "HTTP 503 only from the registry's own status (discoveryComposite/eureka); the rest " + s}
+	}
 	if code/100 != 2 {
 		return Result{Unhealthy, fmt.Sprintf("HTTP %d", code)}
 	}
-	if s := actuatorStatus(contentType, body); s == "DOWN" || s == "OUT_OF_SERVICE" {
+	if unhealthy {
 		return Result{Unhealthy, fmt.Sprintf("status %q", s)}
 	}
 	return Result{Healthy, fmt.Sprintf("HTTP %d", code)}
 }
 
+// actuatorDoc is a Spring actuator health document, components nested.
+type actuatorDoc struct {
+	Status     string                 `json:"status"`
+	Components map[string]actuatorDoc `json:"components"`
+}
+
 // actuatorStatus is the top-level "status" of a JSON body, "" if there is
 // none or the body is not JSON.
-func actuatorStatus(contentType string, body []byte) string {
+//
+// Spring Cloud Netflix's "eureka" indicator (inside "discoveryComposite")
+// reports the status the registry serves for the instance itself. A probe
+// of the root health would see goreka's own DOWN verdict come back and keep
+// the instance DOWN for ever; Spring's own EurekaHealthCheckHandler leaves
+// that indicator out for the same reason (spring-cloud-netflix gh-643).
+// When a DOWN or OUT_OF_SERVICE document shows its components
+// (management.endpoint.health.show-components), the status is therefore
+// aggregated again without it, as Spring aggregates (DOWN before
+// OUT_OF_SERVICE before UP before UNKNOWN), and echo is true. Without
+// components the echo cannot be told apart: the README says what to
+// configure.
+func actuatorStatus(contentType string, body []byte) (status string, echo bool) {
 	b := strings.TrimSpace(string(body))
 	if !strings.HasPrefix(b, "{") && !strings.Contains(contentType, "json") {
-		return ""
+		return "", false
 	}
-	var doc struct {
-		Status string `json:"status"`
-	}
+	var doc actuatorDoc
 	// A body cut at maxBody does not decode; Spring writes "status" first,
 	// so look for it in the decoder's tokens instead of giving up.
 	dec := json.NewDecoder(strings.NewReader(b))
 	if err := dec.Decode(&doc); err == nil {
-		return strings.ToUpper(doc.Status)
+		top := strings.ToUpper(doc.Status)
+		if top != "DOWN" && top != "OUT_OF_SERVICE" {
+			return top, false // never judged worse than Spring's own aggregate
+		}
+		if s, ok := doc.withoutEcho(); ok {
+			return s, true
+		}
+		return top, false
 	}
 	dec = json.NewDecoder(strings.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", false
 	}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return ""
+			return "", false
 		}
 		if k == "status" {
 			var s string
 			if dec.Decode(&s) == nil {
-				return strings.ToUpper(s)
+				return strings.ToUpper(s), false
 			}
-			return ""
+			return "", false
 		}
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return ""
+			return "", false
 		}
 	}
-	return ""
+	return "", false
+}
+
+// withoutEcho aggregates d's components without discoveryComposite's
+// eureka indicator; ok is false when d has no such indicator.
+func (d actuatorDoc) withoutEcho() (string, bool) {
+	dc, ok := d.Components["discoveryComposite"]
+	if _, echo := dc.Components["eureka"]; !ok || !echo {
+		return "", false
+	}
+	var statuses []string
+	for name, c := range d.Components {
+		if name != "discoveryComposite" {
+			statuses = append(statuses, strings.ToUpper(c.Status))
+			continue
+		}
+		for n, cc := range c.Components {
+			if n != "eureka" {
+				statuses = append(statuses, strings.ToUpper(cc.Status))
+			}
+		}
+	}
+	for _, s := range []string{"DOWN", "OUT_OF_SERVICE", "UP"} {
+		if slices.Contains(statuses, s) {
+			return s, true
+		}
+	}
+	return "UNKNOWN", true
 }
 
 // reachError names why there was no answer, in a few words.

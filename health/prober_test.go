@@ -25,6 +25,23 @@ func TestClassify(t *testing.T) {
 		{200, "application/json", `{"status":"DOWN","details":` + strings.Repeat(`"x",`, 1<<14), Unhealthy}, // cut body
 		{200, "application/json", `{"components":{"db":{"status":"DOWN"}},"status":"UP"}`, Healthy},
 		{503, "application/json", `{"status":"UP"}`, Unhealthy},
+		// Spring Cloud Netflix's eureka indicator echoes the status goreka serves: left out when it shows.
+		{503, "application/json", `{"status":"DOWN","components":{"discoveryComposite":{"status":"DOWN","components":` +
+			`{"discoveryClient":{"status":"UP"},"eureka":{"status":"DOWN"}}},"diskSpace":{"status":"UP"},"ping":{"status":"UP"}}}`, Healthy},
+		{503, "application/json", `{"status":"OUT_OF_SERVICE","components":{"discoveryComposite":{"status":"OUT_OF_SERVICE",` +
+			`"components":{"eureka":{"status":"OUT_OF_SERVICE"}}},"ping":{"status":"UP"}}}`, Healthy},
+		// ...but every other component still counts.
+		{503, "application/json", `{"status":"DOWN","components":{"discoveryComposite":{"status":"DOWN","components":` +
+			`{"eureka":{"status":"DOWN"}}},"livenessState":{"status":"DOWN"},"ping":{"status":"UP"}}}`, Unhealthy},
+		{503, "application/json", `{"status":"DOWN","components":{"discoveryComposite":{"status":"UP","components":` +
+			`{"eureka":{"status":"UP"},"discoveryClient":{"status":"DOWN"}}}}}`, Unhealthy},
+		// Never worse than Spring's own aggregate (a custom status order may rank a component below UP).
+		{200, "application/json", `{"status":"UP","components":{"discoveryComposite":{"status":"UP","components":` +
+			`{"eureka":{"status":"UP"}}},"db":{"status":"OUT_OF_SERVICE"}}}`, Healthy},
+		// No eureka indicator: the status as given (a 503 is unhealthy whatever the body).
+		{503, "application/json", `{"status":"DOWN","components":{"db":{"status":"DOWN"},"ping":{"status":"UP"}}}`, Unhealthy},
+		{500, "application/json", `{"status":"DOWN","components":{"discoveryComposite":{"status":"DOWN","components":` +
+			`{"eureka":{"status":"DOWN"}}}}}`, Unhealthy},
 		{404, "", "", Unhealthy},
 		{302, "", "", Unhealthy},
 	} {

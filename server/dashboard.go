@@ -529,6 +529,7 @@ type dashboardJSON struct {
 	HealthAlert        string               `json:"healthAlert,omitempty"`
 	Lifecycle          []DashboardCount     `json:"lifecycle,omitempty"`
 	LifecycleInstances []DashboardLifecycle `json:"lifecycleInstances,omitempty"`
+	LifecycleMore      int                  `json:"lifecycleMore,omitempty"`
 }
 
 type replicaJSON struct {
@@ -552,7 +553,7 @@ func (v pageView) JSON() dashboardJSON {
 		Replicas: []replicaJSON{}, Peers: v.Peers, GeneralInfo: v.General, InstanceInfo: d.InstanceInfo,
 		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances, Revision: v.Revision,
 	}
-	j.HealthAlert, j.Lifecycle, j.LifecycleInstances = d.HealthAlert, d.Lifecycle, d.LifecycleInstances
+	j.HealthAlert, j.Lifecycle, j.LifecycleInstances, j.LifecycleMore = d.HealthAlert, d.Lifecycle, d.LifecycleInstances, d.LifecycleMore
 	if j.Peers == nil {
 		j.Peers = []peerView{}
 	}

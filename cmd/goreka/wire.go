@@ -83,6 +83,7 @@ func healthConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) he
 	c.Window = h.Window
 	c.ReportInterval = h.ReportInterval
 	c.ReportsPerMinute = h.ReportsPerMinute
+	c.AllowedNetworks = h.AllowedNetworks
 	c.Now = now
 	c.Logger = log
 	return c

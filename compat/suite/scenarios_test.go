@@ -23,6 +23,7 @@ var scenarioNames = []string{
 	"g metadata",
 	"h basic auth",
 	"p per-app auth",
+	"q probe DOWN",
 	"w warm restart",
 }
 

@@ -39,6 +39,9 @@ type target struct {
 	// usersArgs, when set, are extra arguments that configure per-application users (scenario p);
 	// nil: the scenario does not apply (notes[p] says why).
 	usersArgs func(users []appUser) []string
+	// probeArgs, when set, are extra arguments that make the server probe its instances' health checks in
+	// periodic mode (scenario q); nil: the scenario does not apply (notes[q] says why).
+	probeArgs func() []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
 	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
@@ -266,6 +269,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 				"h basic auth": "the stock server has no Spring Security in this build",
 				pScenario:      "the stock server has no per-application authorization",
 				wScenario:      "Eureka keeps its registry in memory only",
+				qScenario:      "Eureka does not probe",
 			},
 			clientLimits: map[string]map[string]limitation{
 				"netflix-java": {"c back": {naOnStock, stock404}, "f re-register": {naOnStock, stock404}},
@@ -306,6 +310,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 				}
 				return args
 			},
+			probeArgs: func() []string { return probeTimings },
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
@@ -387,6 +392,16 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 		srv.api.auth = s.auth
 		auth = s.auth
 	}
+	// (q) health probes: its own server and agents, in parallel with everything below.
+	waitProbe := s.startProbeScenario(t, tg, clients, outDir, auth, useAuth, buildErr)
+	defer func() {
+		res := waitProbe()
+		for i, c := range clients {
+			if r, ok := res[c]; ok {
+				runs[i].results[qScenario] = r
+			}
+		}
+	}()
 	start := time.Now()
 	if err := s.startServer(srv); err != nil {
 		t.Logf("target %s: %v", name, err)

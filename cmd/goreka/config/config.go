@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,20 +190,21 @@ type FetchLimitConfig struct {
 // HealthConfig holds goreka.health.*: the opt-in health probes and caller
 // reports (package health).
 type HealthConfig struct {
-	Enabled           bool          // goreka.health.probe.enabled
-	Mode              string        // goreka.health.probe.mode: on-suspicion or periodic
-	Interval          time.Duration // goreka.health.probe.interval
-	Timeout           time.Duration // goreka.health.probe.timeout
-	Concurrency       int           // goreka.health.probe.concurrency
-	Jitter            time.Duration // goreka.health.probe.jitter
-	Budget            int           // goreka.health.probe.budget (probes per second)
-	FailuresToEvict   int           // goreka.health.probe.failures-to-evict
-	FailuresToDown    int           // goreka.health.probe.failures-to-down
-	SuccessesToUp     int           // goreka.health.probe.successes-to-up
-	MaxFailingPercent int           // goreka.health.probe.max-failing-percent
-	Window            time.Duration // goreka.health.probe.window
-	ReportInterval    time.Duration // goreka.health.report.instance-interval
-	ReportsPerMinute  int           // goreka.health.report.per-reporter-per-minute
+	Enabled           bool           // goreka.health.probe.enabled
+	Mode              string         // goreka.health.probe.mode: on-suspicion or periodic
+	Interval          time.Duration  // goreka.health.probe.interval
+	Timeout           time.Duration  // goreka.health.probe.timeout
+	Concurrency       int            // goreka.health.probe.concurrency
+	Jitter            time.Duration  // goreka.health.probe.jitter
+	Budget            int            // goreka.health.probe.budget (probes per second)
+	FailuresToEvict   int            // goreka.health.probe.failures-to-evict
+	FailuresToDown    int            // goreka.health.probe.failures-to-down
+	SuccessesToUp     int            // goreka.health.probe.successes-to-up
+	MaxFailingPercent int            // goreka.health.probe.max-failing-percent
+	Window            time.Duration  // goreka.health.probe.window
+	ReportInterval    time.Duration  // goreka.health.report.instance-interval
+	ReportsPerMinute  int            // goreka.health.report.per-reporter-per-minute
+	AllowedNetworks   []netip.Prefix // goreka.health.probe.allowed-networks (empty: any)
 }
 
 // EvictionConfig holds goreka.eviction.*.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -157,6 +158,7 @@ var properties = []property{
 	{name: "goreka.health.probe.successes-to-up", def: "2", doc: "Successful probes in a row after which DOWN by probe is lifted.", set: intField(func(c *Config) *int { return &c.Goreka.Health.SuccessesToUp }, 1, 1000)},
 	{name: "goreka.health.probe.max-failing-percent", def: "50", doc: "The guard: when more of a window's probes fail, goreka stops acting on probes and alerts.", set: intField(func(c *Config) *int { return &c.Goreka.Health.MaxFailingPercent }, 1, 100)},
 	{name: "goreka.health.probe.window", def: "1m", doc: "The probes the guard judges.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Health.Window }, false)},
+	{name: "goreka.health.probe.allowed-networks", def: "", doc: "Comma-separated CIDRs (or addresses) probes may connect to; empty: any. Health URLs are what registrants say: limit where goreka sends GETs.", set: prefixListField(func(c *Config) *[]netip.Prefix { return &c.Goreka.Health.AllowedNetworks })},
 	{name: "goreka.health.report.instance-interval", def: "10s", doc: "At most one report-triggered probe per instance this often.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Health.ReportInterval }, false)},
 	{name: "goreka.health.report.per-reporter-per-minute", def: "60", doc: "Reports accepted from one reporter address per minute (bursts of 10); beyond, 429.", set: intField(func(c *Config) *int { return &c.Goreka.Health.ReportsPerMinute }, 1, 100000)},
 	{name: "goreka.fetch-limit.enabled", def: "false", doc: "Limit full and delta registry fetches per client (503, as Eureka's rate limiter answers), besides the global eureka.server.rate-limiter-*: a client fetching the full registry in a loop is throttled, the others are not.", set: boolField(func(c *Config) *bool { return &c.Goreka.FetchLimit.Enabled })},
@@ -419,6 +421,31 @@ func durationField(f func(*Config) *time.Duration, allowZero bool) setter {
 			return errors.New("must be > 0")
 		}
 		*f(c) = d
+		return nil
+	}
+}
+
+// prefixListField parses comma-separated CIDRs; a bare address is its own
+// /32 or /128. Empty is an empty list.
+func prefixListField(f func(*Config) *[]netip.Prefix) setter {
+	return func(c *Config, v string) error {
+		var out []netip.Prefix
+		for part := range strings.SplitSeq(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				a, aerr := netip.ParseAddr(part)
+				if aerr != nil {
+					return fmt.Errorf("%q is not a CIDR (such as 10.0.0.0/8) or an IP address", part)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			out = append(out, p.Masked())
+		}
+		*f(c) = out
 		return nil
 	}
 }

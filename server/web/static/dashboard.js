@@ -167,6 +167,8 @@
     setText('expectedClients', d.expectedClients);
     setText('selfPreservation', d.selfPreservationEnabled ? 'on' : 'off');
     renderBanner(d.banner);
+    renderHealthAlert(d.healthAlert);
+    renderLifecycle(d);
     renderReplicas(d);
     renderChart(d.renewsHistory || [], d.renewsThreshold);
     if (page === 'status') {
@@ -188,6 +190,37 @@
     var cur = b.textContent;
     if (cur === (text || '')) return;
     replaceKids(b, text ? [el('h4', { id: 'uptime' }, [el('font', { size: '+1', color: 'red' }, [el('b', { text: text })])])] : []);
+  }
+
+  // The health probes' guard banner, same markup as the template's.
+  function renderHealthAlert(text) {
+    var b = $('healthAlert');
+    if (!b || b.textContent === (text || '')) return;
+    replaceKids(b, text ? [el('h4', null, [el('font', { size: '+1', color: 'red' }, [el('b', { text: text })])])] : []);
+  }
+
+  // The lifecycle section: counts per state, the instances worth a look
+  // (with the DOWN-by-probe reason as text), and how many are left out.
+  function renderLifecycle(d) {
+    var counts = $('lifecycleCounts');
+    if (!counts || !d.lifecycle) return;
+    var kids = [];
+    d.lifecycle.forEach(function (c) {
+      kids.push(el('span', { cls: 'lifecycle-' + String(c.state).replace(/[^a-z]/g, '') }, [el('b', { text: c.state }), ' ' + c.count]));
+      kids.push(document.createTextNode(' '));
+    });
+    replaceKids(counts, kids);
+    var t = $('lifecycleInstances');
+    if (t) {
+      var rows = (d.lifecycleInstances || []).map(function (r) {
+        return el('tr', null, [r.app, r.instanceId, r.state, r.status, r.lastHeartbeat, r.lastProbe, r.note].map(function (v) {
+          return el('td', { text: v || '' });
+        }));
+      });
+      if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 7, text: 'No instances' })])];
+      replaceKids(t.tBodies[0], rows);
+    }
+    setText('lifecycleMore', d.lifecycleMore ? 'and ' + d.lifecycleMore + ' more (all up, never probed).' : '');
   }
 
   function renderReplicas(d) {

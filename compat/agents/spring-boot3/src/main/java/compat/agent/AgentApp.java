@@ -15,10 +15,13 @@ import com.netflix.discovery.shared.Applications;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.availability.AvailabilityChangeEvent;
+import org.springframework.boot.availability.LivenessState;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.cloud.client.ServiceInstance;
 import org.springframework.cloud.client.discovery.DiscoveryClient;
 import org.springframework.cloud.client.loadbalancer.LoadBalanced;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Primary;
@@ -28,6 +31,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestTemplate;
@@ -48,16 +52,18 @@ public class AgentApp {
     private final String callClient;
     private final String instanceId;
     private final AtomicBoolean ready = new AtomicBoolean();
+    private final ApplicationEventPublisher events;
 
     public AgentApp(DiscoveryClient discovery, EurekaClient eureka, @LoadBalanced RestTemplate restTemplate,
             @LoadBalanced RestClient.Builder restClient, @Value("${compat.call-client:rest-client}") String callClient,
-            @Value("${eureka.instance.instance-id}") String instanceId) {
+            @Value("${eureka.instance.instance-id}") String instanceId, ApplicationEventPublisher events) {
         this.discovery = discovery;
         this.eureka = eureka;
         this.restTemplate = restTemplate;
         this.restClient = restClient;
         this.callClient = callClient;
         this.instanceId = instanceId;
+        this.events = events;
     }
 
     /** METADATA=k1=v1,k2=v2 becomes eureka.instance.metadata-map.k1=v1 ... on the command line. */
@@ -107,6 +113,28 @@ public class AgentApp {
         RestClient.Builder loadBalancedRestClientBuilder() {
             return RestClient.builder().requestFactory(shortTimeouts());
         }
+    }
+
+    /**
+     * Switches the actuator's health (/actuator/health, the healthCheckUrl Spring registers) DOWN or UP through the
+     * application's liveness state: LivenessState.BROKEN makes the livenessState indicator (enabled in
+     * application.yml, part of the root health) DOWN, so the endpoint answers 503 {"status":"DOWN"}. The same core
+     * API on Boot 3 and 4 (the actuator's HealthIndicator moved packages in Boot 4). The Eureka client's own
+     * health check stays off (eureka.client.healthcheck.enabled=false, the default): the client keeps reporting
+     * UP, only a server that probes the health URL sees DOWN. Answers the state set.
+     */
+    @PostMapping("/health-switch/{state}")
+    public ResponseEntity<String> healthSwitch(@PathVariable String state) {
+        LivenessState ls;
+        switch (state.toUpperCase()) {
+            case "UP" -> ls = LivenessState.CORRECT;
+            case "DOWN" -> ls = LivenessState.BROKEN;
+            default -> {
+                return ResponseEntity.badRequest().body("state " + state + ": want UP or DOWN");
+            }
+        }
+        AvailabilityChangeEvent.publish(events, this, ls);
+        return ResponseEntity.ok(state.toUpperCase());
     }
 
     @EventListener(ApplicationReadyEvent.class)
