@@ -140,7 +140,9 @@ func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, e
 // bytes, which keeps the tag strong (it changes whenever a byte does)
 // without the plain bytes at hand.
 type valueWriter struct {
-	out     bytes.Buffer // the gzip member
+	out     bytes.Buffer // the member's bytes since the last segment
+	parts   [][]byte     // the member's bytes before that, in order
+	size    int          // total length of parts
 	level   int
 	fw      *flate.Writer // nil until plain bytes come
 	pending bool          // fw holds plain bytes not yet flushed
@@ -197,7 +199,14 @@ func (vw *valueWriter) WriteSegment(s *Segment) error {
 		}
 		vw.pending = false
 	}
-	vw.out.Write(s.Deflate)
+	// Segments are immutable: keep a reference, copy once in close.
+	if vw.out.Len() > 0 {
+		vw.parts = append(vw.parts, bytes.Clone(vw.out.Bytes()))
+		vw.size += vw.out.Len()
+		vw.out.Reset()
+	}
+	vw.parts = append(vw.parts, s.Deflate)
+	vw.size += len(s.Deflate)
 	vw.crc = crc32Combine(vw.crc, s.CRC, s.Len)
 	var tag [16]byte
 	binary.LittleEndian.PutUint64(tag[:8], s.Hash)
@@ -224,7 +233,15 @@ func (vw *valueWriter) close() ([]byte, error) {
 		putFlate(vw.fw, vw.level)
 		vw.fw = nil
 	}
-	return appendGzipTrailer(vw.out.Bytes(), vw.crc, vw.n), nil
+	if len(vw.parts) == 0 {
+		return appendGzipTrailer(vw.out.Bytes(), vw.crc, vw.n), nil
+	}
+	gz := make([]byte, 0, vw.size+vw.out.Len()+8)
+	for _, p := range vw.parts {
+		gz = append(gz, p...)
+	}
+	gz = append(gz, vw.out.Bytes()...)
+	return appendGzipTrailer(gz, vw.crc, vw.n), nil
 }
 
 // release returns the compressor of an abandoned payload.
