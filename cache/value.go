@@ -17,26 +17,25 @@ import (
 // gzipLevel is the compression level of the stored gzip bytes and of every
 // Segment, with github.com/klauspost/compress/flate, chosen by measurement.
 //
-// server's BenchmarkBuildAll (10k instances shaped like goreka-bench's fleet,
-// 11 MB of JSON, built as chunks of about 300 instances) on the shared 2-core
+// server's BenchmarkBuildAll (goreka-bench's fleet shape, 110 MB of JSON at
+// 100k instances, built as chunks of 256+ instances) on the shared 2-core
 // build machine, against the previous encoder, compress/gzip level 2 over the
 // whole document:
 //
-//	compressor                  time per full build   gzip bytes
-//	compress/gzip 2, whole             34 ms            520 KB
-//	klauspost 2, chunks                40 ms            587 KB
-//	klauspost 4, chunks                47 ms            547 KB
-//	klauspost 5, chunks                40-48 ms         467 KB
-//	klauspost 6, chunks                49 ms            442 KB
-//	klauspost 9, chunks               135 ms            393 KB
+//	compressor                  full build, 100k   gzip bytes, 100k
+//	compress/gzip 2, whole           375 ms            6.44 MB
+//	klauspost 5, chunks              455-537 ms        5.45-5.59 MB
+//	klauspost 6, chunks              472 ms            5.04 MB
+//	klauspost 9, chunks             1370 ms            4.42 MB
 //
+// (at 10k: 39 ms and 504 KB whole, 48 ms and 429 KB for level 6 chunks.)
 // Chunks compress a little worse than one stream (each starts without
-// history), and klauspost's level 5 (lazy matching) wins that back and more
-// for about the CPU compress/gzip's level 2 took: 10 % fewer bytes than
-// before and than the Java server's level-6 zlib (about 510 KiB for the same
-// fleet). And a full build is now rare: after a change only the chunks that
-// changed are compressed again.
-const gzipLevel = 5
+// history); klauspost's level 6 wins that back and 22 % more, which puts the
+// bytes of a full fetch under the Java server's level-6 zlib (5.23 MB at
+// 100k), for about 1.25x the CPU of a build of everything. Such builds are
+// now rare (loading, a restart storm): after a change only the chunks that
+// changed are compressed, 40x less work at 100k than the whole document.
+const gzipLevel = 6
 
 // Value is one cached response: the encoded payload, its gzip form and its ETag.
 // A Value is immutable once built; readers share it and must not modify its slices.

@@ -39,7 +39,7 @@ import (
 // change around a millisecond and cost about 1 % in gzip size against one
 // stream (each chunk starts without history).
 const (
-	chunkMin = 128
+	chunkMin = 256
 	chunkMax = 2048
 	cutEvery = 4 // one application in cutEvery is a cut point
 )
