@@ -147,7 +147,7 @@ func runCmd(args []string) int {
 	fs.StringVar(&c.phases, "phases", "renew,full,delta,burst,mix", "comma-separated: renew,full,delta,burst,mix,propagation,converge")
 	fs.StringVar(&c.jsonOut, "json", "", "write the result as JSON to this file")
 	fs.StringVar(&c.prefix, "prefix", "bench", "instance name prefix of the fleet")
-	fs.IntVar(&c.n, "instances", 10000, "instances to register (1 to 100000)")
+	fs.IntVar(&c.n, "instances", 10000, "instances to register (1 to 1000000)")
 	fs.IntVar(&c.apps, "apps", 200, "applications the instances are spread over")
 	fs.IntVar(&c.conc, "concurrency", 32, "concurrent clients (keep-alive connections) per phase")
 	fs.IntVar(&c.convergeN, "converge-instances", 0, "registrations for the converge phase (default --instances)")
@@ -168,8 +168,8 @@ func runCmd(args []string) int {
 	fs.StringVar(&c.propServers, "propagation-servers", "", "comma-separated labels the propagation phase measures (default: every server)")
 	fs.StringVar(&c.jsonDir, "json-dir", "", "with several --server: write LABEL.json here")
 	fs.Parse(args)
-	if c.n < 1 || c.n > 100_000 || c.apps < 1 || c.conc < 1 || c.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "goreka-bench: --instances must be 1..100000, --apps and --concurrency >= 1")
+	if c.n < 1 || c.n > 1_000_000 || c.apps < 1 || c.conc < 1 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "goreka-bench: --instances must be 1..1000000, --apps and --concurrency >= 1")
 		return 2
 	}
 	if len(c.servers) == 0 {
