@@ -34,7 +34,7 @@ unit:
 # Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).
 # Each entry is package:target.
 FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compat:FuzzDecodeReplicationList \
-	compat:FuzzDecodeApplications server:FuzzRouter cmd/goreka/config:FuzzParse \
+	compat:FuzzDecodeApplications compat:FuzzFastDecoderAgrees server:FuzzRouter cmd/goreka/config:FuzzParse \
 	snapshot:FuzzUnmarshal
 fuzz:
 	@for pt in $(FUZZ_TARGETS); do \

@@ -126,6 +126,7 @@ func BenchmarkGzipLevel10MB(b *testing.B) {
 		{"BestSpeed", gzip.BestSpeed},
 		{"2", 2},
 		{"4", 4},
+		{"5", 5},
 		{"Default", gzip.DefaultCompression},
 		{"BestCompression", gzip.BestCompression},
 	}

@@ -322,7 +322,7 @@ func (c *Cache) loadValue(k Key) (v *Value, err error) {
 			v, err = nil, fmt.Errorf("cache: loading %v: panic: %v", k, p)
 		}
 	}()
-	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now)
+	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now, c.cfg.AutoExpiration)
 }
 
 // Invalidate drops from the readWrite tier, in JSON and XML and full and compact, the keys a

@@ -32,10 +32,22 @@
 //
 // A registration is therefore visible within the refresh gap plus one rebuild, while every full
 // fetch between rebuilds is still a copy of cached bytes. A rebuild reloads only the dirty keys
-// that readers have asked for; at 10k instances (11 MB of JSON) each costs the encoder's time
-// plus about 35 ms of gzip (level 2, see gzipLevel), so a change is visible well under a second
-// after a quiet period and within about a second during a storm. Every UpdateInterval a housekeeping pass also rebuilds readOnly entries older
+// that readers have asked for, and a registry document is rebuilt from segments (below), so a
+// change is visible well under a second after a quiet period and within about a second during a
+// storm. Every UpdateInterval a housekeeping pass also rebuilds readOnly entries older
 // than AutoExpiration, keeping Eureka's bound on how stale renewal timestamps can get.
+//
+// # Segments: rebuilds proportional to the change
+//
+// A loader may write precompressed pieces (Segment, through SegmentWriter) besides plain
+// bytes. The cache frames everything written as one gzip member: plain bytes are compressed as
+// they come, segments are copied in (each is raw deflate without history ending on a sync
+// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). server's
+// loader keeps the segments of chunks of applications and re-encodes only the chunks whose
+// applications changed, so a rebuild after one registration in a 100k registry compresses a
+// few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
+// so AutoExpiration still bounds the age of every byte (renewal timestamps), as for a payload
+// built whole. Compression is github.com/klauspost/compress/flate (see gzipLevel).
 //
 // # Getting Eureka's exact 30 s behaviour back
 //
@@ -47,7 +59,8 @@
 //
 // # Conditional requests
 //
-// Each Value carries a strong ETag (xxhash of the plain bytes). Java clients ignore it; other
+// Each Value carries a strong ETag (xxhash of the plain bytes; a segment counts as its own
+// xxhash and length). Java clients ignore it; other
 // clients can send If-None-Match and get 304 (Value.NotModified).
 //
 // # Typical use

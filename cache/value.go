@@ -3,36 +3,39 @@ package cache
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/flate"
 )
 
-// gzipLevel is the compression level of the stored gzip bytes, chosen by measurement.
+// gzipLevel is the compression level of the stored gzip bytes and of every
+// Segment, with github.com/klauspost/compress/flate, chosen by measurement.
 //
-// BenchmarkGzipLevel10MB, an 11.3 MB /eureka/apps JSON payload (10k instances, 500 apps), on
-// the shared 2-core build machine (AMD EPYC, go1.26), median of three runs:
+// server's BenchmarkBuildAll (goreka-bench's fleet shape, 110 MB of JSON at
+// 100k instances, built as chunks of 256+ instances) on the shared 2-core
+// build machine, against the previous encoder, compress/gzip level 2 over the
+// whole document:
 //
-//	level            time per build   gzip size   bytes per full fetch
-//	HuffmanOnly          60 ms          65.3 %        7.4 MB
-//	BestSpeed (1)        33 ms           7.8 %        887 KB
-//	2                    36 ms           6.9 %        782 KB
-//	4                    70 ms           6.6 %        752 KB
-//	Default (6)         129 ms           6.4 %        727 KB
-//	BestCompression     249 ms           6.3 %        713 KB
+//	compressor                  full build, 100k   gzip bytes, 100k
+//	compress/gzip 2, whole           375 ms            6.44 MB
+//	klauspost 5, chunks              455-537 ms        5.45-5.59 MB
+//	klauspost 6, chunks              472 ms            5.04 MB
+//	klauspost 9, chunks             1370 ms            4.42 MB
 //
-// goreka rebuilds every invalidated readOnly key soon after a change, and one change
-// invalidates ALL_APPS and ALL_APPS_DELTA in up to four variants (JSON/XML x full/compact), so
-// the compression time is paid several times per rebuild, bounds how soon a change is visible
-// and sets the adaptive refresh gap. Level 2 costs about a tenth more CPU than BestSpeed and
-// sends 12 % fewer bytes to every polling client; the default level would add about 100 ms of
-// CPU per key per rebuild to save another 7 %. (HuffmanOnly is slower here: it writes eight
-// times the bytes.)
-const gzipLevel = 2
+// (at 10k: 39 ms and 504 KB whole, 48 ms and 429 KB for level 6 chunks.)
+// Chunks compress a little worse than one stream (each starts without
+// history); klauspost's level 6 wins that back and 22 % more, which puts the
+// bytes of a full fetch under the Java server's level-6 zlib (5.23 MB at
+// 100k), for about 1.25x the CPU of a build of everything. Such builds are
+// now rare (loading, a restart storm): after a change only the chunks that
+// changed are compressed, 40x less work at 100k than the whole document.
+const gzipLevel = 6
 
 // Value is one cached response: the encoded payload, its gzip form and its ETag.
 // A Value is immutable once built; readers share it and must not modify its slices.
@@ -91,10 +94,6 @@ func etagFromSum(h uint64) string {
 	return string(b)
 }
 
-// gzipWriters keeps compressors per level: a flate compressor holds about 1 MB of state, and
-// reusing it makes a rebuild's garbage mostly the output itself.
-var gzipWriters sync.Map // int level -> *sync.Pool of *gzip.Writer
-
 // MaxPlainKept is the largest payload kept uncompressed beside its gzip
 // form. The full registry and the delta after a burst are ten to fifteen
 // times larger than their gzip bytes (about 9 MiB plain at 10k instances,
@@ -127,22 +126,49 @@ func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, e
 		}
 		_, err := w.Write(payload)
 		return true, err
-	}, level, func() time.Time { return now })
+	}, level, func() time.Time { return now }, 0)
 }
 
-// valueWriter receives a payload as a stream: it gzips and hashes every
-// piece, counts the bytes and keeps them uncompressed up to MaxPlainKept.
+// valueWriter receives a payload as a stream of plain bytes and
+// precompressed segments: it writes one gzip member (plain pieces
+// compressed as they come, segments copied in), keeps the CRC-32, the
+// length and the ETag hash, and keeps the plain bytes up to MaxPlainKept.
+//
+// The ETag of a payload written as plain bytes only is the xxhash of those
+// bytes; a segment contributes its own xxhash and length instead of its
+// bytes, which keeps the tag strong (it changes whenever a byte does)
+// without the plain bytes at hand.
 type valueWriter struct {
-	zw    *gzip.Writer
-	hash  *xxhash.Digest
-	plain []byte
-	keep  bool
-	n     int
+	out     bytes.Buffer // the member's bytes since the last segment
+	parts   [][]byte     // the member's bytes before that, in order
+	size    int          // total length of parts
+	level   int
+	fw      *flate.Writer // nil until plain bytes come
+	pending bool          // fw holds plain bytes not yet flushed
+	crc     uint32
+	hash    *xxhash.Digest
+	plain   []byte
+	keep    bool
+	segs    bool // a segment was written
+	n       int64
+	oldest  time.Time // oldest segment's Built
+	now     func() time.Time
+	reuse   time.Duration
 }
+
+// Now implements SegmentWriter.
+func (vw *valueWriter) Now() time.Time { return vw.now() }
+
+// Reuse implements SegmentWriter.
+func (vw *valueWriter) Reuse() time.Duration { return vw.reuse }
 
 func (vw *valueWriter) Write(p []byte) (int, error) {
-	vw.n += len(p)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	vw.n += int64(len(p))
 	vw.hash.Write(p)
+	vw.crc = crc32.Update(vw.crc, crc32.IEEETable, p)
 	if vw.keep {
 		if len(vw.plain)+len(p) <= MaxPlainKept {
 			vw.plain = append(vw.plain, p...)
@@ -150,47 +176,121 @@ func (vw *valueWriter) Write(p []byte) (int, error) {
 			vw.keep, vw.plain = false, nil
 		}
 	}
-	return vw.zw.Write(p)
+	if vw.fw == nil {
+		vw.fw = getFlate(&vw.out, vw.level)
+	} else if !vw.pending {
+		// After a segment: start over without history, the bytes before
+		// are not the compressor's.
+		vw.fw.Reset(&vw.out)
+	}
+	vw.pending = true
+	return vw.fw.Write(p)
 }
 
-// streamValue builds a Value from what write writes, compressing at level;
-// now is read once the payload is complete.
-func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time) (*Value, error) {
-	p, ok := gzipWriters.Load(level)
-	if !ok {
-		p, _ = gzipWriters.LoadOrStore(level, &sync.Pool{})
+// WriteSegment implements SegmentWriter.
+func (vw *valueWriter) WriteSegment(s *Segment) error {
+	if s.Len == 0 {
+		return nil
 	}
-	pool := p.(*sync.Pool)
-	var buf bytes.Buffer
-	zw, _ := pool.Get().(*gzip.Writer)
-	if zw == nil {
-		var err error
-		if zw, err = gzip.NewWriterLevel(&buf, level); err != nil {
+	if vw.pending {
+		if err := vw.fw.Flush(); err != nil {
+			return err
+		}
+		vw.pending = false
+	}
+	// Segments are immutable: keep a reference, copy once in close.
+	if vw.out.Len() > 0 {
+		vw.parts = append(vw.parts, bytes.Clone(vw.out.Bytes()))
+		vw.size += vw.out.Len()
+		vw.out.Reset()
+	}
+	vw.parts = append(vw.parts, s.Deflate)
+	vw.size += len(s.Deflate)
+	vw.crc = crc32Combine(vw.crc, s.CRC, s.Len)
+	var tag [16]byte
+	binary.LittleEndian.PutUint64(tag[:8], s.Hash)
+	binary.LittleEndian.PutUint64(tag[8:], uint64(s.Len))
+	vw.hash.Write(tag[:])
+	vw.n += s.Len
+	vw.segs, vw.keep, vw.plain = true, false, nil
+	if vw.oldest.IsZero() || s.Built.Before(vw.oldest) {
+		vw.oldest = s.Built
+	}
+	return nil
+}
+
+// close ends the member and returns it.
+func (vw *valueWriter) close() ([]byte, error) {
+	if vw.pending {
+		if err := vw.fw.Close(); err != nil {
 			return nil, err
 		}
 	} else {
-		zw.Reset(&buf)
+		vw.out.Write(finalBlock)
 	}
-	vw := &valueWriter{zw: zw, hash: xxhash.New(), keep: true}
+	if vw.fw != nil {
+		putFlate(vw.fw, vw.level)
+		vw.fw = nil
+	}
+	if len(vw.parts) == 0 {
+		return appendGzipTrailer(vw.out.Bytes(), vw.crc, vw.n), nil
+	}
+	gz := make([]byte, 0, vw.size+vw.out.Len()+8)
+	for _, p := range vw.parts {
+		gz = append(gz, p...)
+	}
+	gz = append(gz, vw.out.Bytes()...)
+	return appendGzipTrailer(gz, vw.crc, vw.n), nil
+}
+
+// release returns the compressor of an abandoned payload.
+func (vw *valueWriter) release() {
+	if vw.fw != nil {
+		putFlate(vw.fw, vw.level)
+		vw.fw = nil
+	}
+}
+
+// streamValue builds a Value from what write writes, compressing at level;
+// now is read once the payload is complete. A payload with segments is as
+// old as its oldest segment (Value.Built), so the cache's expiry bounds the
+// age of every piece.
+//
+// autoExpiration is the cache's; 0 lets a loader reuse no segment.
+func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time, autoExpiration time.Duration) (*Value, error) {
+	vw := &valueWriter{level: level, hash: xxhash.New(), keep: true, now: now, reuse: autoExpiration * 3 / 4}
+	vw.out.Write(gzipHeader)
 	found, err := write(vw)
 	if err != nil || !found {
-		// Keep the compressor (about 800 KB of state) for the next load.
-		zw.Reset(io.Discard)
-		pool.Put(zw)
+		vw.release()
 		if err != nil {
 			return nil, err
 		}
 		return &Value{NotFound: true, Built: now()}, nil
 	}
-	if err := zw.Close(); err != nil {
+	gz, err := vw.close()
+	if err != nil {
 		return nil, err
 	}
-	pool.Put(zw)
 	plain := vw.plain
 	if plain == nil && vw.keep {
 		plain = []byte{}
 	}
-	return &Value{Plain: plain, PlainLen: vw.n, Gzip: buf.Bytes(), ETag: etagFromSum(vw.hash.Sum64()), Built: now()}, nil
+	if vw.segs && vw.n <= MaxPlainKept {
+		// Small enough to keep plain: read it back.
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			return nil, err
+		}
+		if plain, err = io.ReadAll(zr); err != nil {
+			return nil, err
+		}
+	}
+	built := now()
+	if !vw.oldest.IsZero() && vw.oldest.Before(built) {
+		built = vw.oldest
+	}
+	return &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built}, nil
 }
 
 // String returns the entity's name as Eureka spells it.

@@ -11,6 +11,14 @@ import "github.com/goreka/goreka/registry"
 // yields a *DecodeError.
 func DecodeInstance(body []byte, f Format) (*registry.Instance, error) {
 	if f == JSON {
+		var w wireInstance
+		if fastInstance(body, &w) {
+			v, err := w.toLeaseView(JSON)
+			if err != nil {
+				return nil, decodeErr(JSON, "bad instance", err)
+			}
+			return v.Instance, nil
+		}
 		raw, err := rootJSON(body, "instance")
 		if err != nil {
 			return nil, err

@@ -115,14 +115,19 @@ type jsonApplication struct {
 }
 
 func decodeApplicationsJSON(body []byte) (*registry.Applications, error) {
-	raw, err := rootJSON(body, "applications")
-	if err != nil {
-		return nil, err
-	}
 	var doc jsonApplications
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, decodeErr(JSON, "malformed applications", err)
+	if !fastApplications(body, &doc) {
+		var err error
+		if doc, err = slowApplications(body); err != nil {
+			return nil, err
+		}
 	}
+	return interpretApplications(doc)
+}
+
+// interpretApplications turns a read document into Applications.
+func interpretApplications(doc jsonApplications) (*registry.Applications, error) {
+	var err error
 	apps := &registry.Applications{HashCode: doc.AppsHashcode.s}
 	if doc.VersionsDelta.ok {
 		if apps.VersionDelta, err = parseInt(doc.VersionsDelta, "versions__delta"); err != nil {
@@ -143,6 +148,32 @@ func decodeApplicationsJSON(body []byte) (*registry.Applications, error) {
 	}
 	sortApplications(apps)
 	return apps, nil
+}
+
+// slowApplications is encoding/json's reading of an applications document.
+func slowApplications(body []byte) (jsonApplications, error) {
+	var doc jsonApplications
+	raw, err := rootJSON(body, "applications")
+	if err != nil {
+		return doc, err
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return doc, decodeErr(JSON, "malformed applications", err)
+	}
+	return doc, nil
+}
+
+// slowInstance is encoding/json's reading of a register body.
+func slowInstance(body []byte) (wireInstance, error) {
+	var w wireInstance
+	raw, err := rootJSON(body, "instance")
+	if err != nil {
+		return w, err
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return w, decodeErr(JSON, "malformed instance", err)
+	}
+	return w, nil
 }
 
 // sortApplications restores the registry's order: applications by name,

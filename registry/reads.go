@@ -204,6 +204,7 @@ func (r *Registry) PruneRecentlyChanged(retention time.Duration) {
 	defer r.mu.Unlock()
 	n := 0
 	for n < len(r.recent) && r.recent[n].at.Before(cutoff) {
+		r.forgetRecentLocked(r.recent[n].l.inst.App)
 		n++
 	}
 	if n > 0 {

@@ -57,6 +57,11 @@ type Registry struct {
 	// (static.go); staticN counts their leases.
 	static  map[InstanceKey]*Instance
 	staticN int
+	// appRev is the revision of the last change to each application, and
+	// recentCount the number of its entries in recent (outline.go). An
+	// application leaves both when it has neither instances nor entries.
+	appRev      map[string]int64
+	recentCount map[string]int
 
 	// The change stream (events.go). Lock order: mu, then pendMu;
 	// deliverMu is never taken while holding mu.
@@ -83,18 +88,20 @@ func New(o Options) *Registry {
 		o.LastN = 1000
 	}
 	return &Registry{
-		now:        o.Now,
-		selfID:     o.SelfID,
-		syncTS:     !o.IgnoreDirtyTimestamps,
-		onEvent:    o.OnEvent,
-		onRenew:    o.OnRenew,
-		apps:       make(map[string]map[string]*lease),
-		overrides:  make(map[string]Status),
-		counts:     make(map[Status]int),
-		static:     make(map[InstanceKey]*Instance),
-		expected:   o.ExpectedClients,
-		registered: ring{max: o.LastN},
-		cancelled:  ring{max: o.LastN},
+		now:         o.Now,
+		selfID:      o.SelfID,
+		syncTS:      !o.IgnoreDirtyTimestamps,
+		onEvent:     o.OnEvent,
+		onRenew:     o.OnRenew,
+		apps:        make(map[string]map[string]*lease),
+		overrides:   make(map[string]Status),
+		counts:      make(map[Status]int),
+		appRev:      make(map[string]int64),
+		recentCount: make(map[string]int),
+		static:      make(map[InstanceKey]*Instance),
+		expected:    o.ExpectedClients,
+		registered:  ring{max: o.LastN},
+		cancelled:   ring{max: o.LastN},
 	}
 }
 

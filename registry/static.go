@@ -150,7 +150,7 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	if existing != nil && existing.static {
 		r.staticN--
 	}
-	r.recent = append(r.recent, change{l, now})
+	r.noteRecentLocked(l, now)
 	r.registered.add(now, in.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, false)
 }

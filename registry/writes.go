@@ -11,10 +11,11 @@ import (
 // lock and calls deliver after releasing it.
 func (r *Registry) commitLocked(kind EventKind, l *lease, prev, asked Status, changed, fromPeer bool) {
 	r.rev++
+	in := l.inst
 	if changed {
 		l.rev = r.rev
+		r.appRev[in.App] = r.rev
 	}
-	in := l.inst
 	e := Event{Revision: r.rev, Kind: kind, App: in.App, ID: in.ID(), Lease: l.view(), Prev: prev,
 		Status: asked, Changed: changed, FromPeer: fromPeer}
 	r.pendMu.Lock()
@@ -135,7 +136,7 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	}
 	group[id] = l
 	r.counts[reg.Status]++
-	r.recent = append(r.recent, change{l, now})
+	r.noteRecentLocked(l, now)
 	r.registered.add(now, reg.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, fromPeer)
 	return reg
@@ -308,7 +309,7 @@ func (r *Registry) replaceLocked(l *lease, in *Instance, now time.Time) {
 		l.serviceUp = now
 	}
 	l.inst = in
-	r.recent = append(r.recent, change{l, now})
+	r.noteRecentLocked(l, now)
 }
 
 // checkDirty answers a renewed heartbeat by the dirty-timestamp policy.
@@ -422,7 +423,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPe
 	in.LastUpdatedTimestamp = now
 	l.inst = in
 	l.eviction = now
-	r.recent = append(r.recent, change{l, now})
+	r.noteRecentLocked(l, now)
 	r.commitLocked(kind, l, in.Status, "", true, fromPeer)
 }
 

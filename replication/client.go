@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	kgzip "github.com/klauspost/compress/gzip"
+
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 )
@@ -109,19 +111,28 @@ func (h *httpClient) do(ctx context.Context, p *Peer, method, path string, body 
 	}
 	defer resp.Body.Close()
 	var r io.Reader = resp.Body
+	// A peer's registry is ~20 times its gzip bytes (110 MB at 100k
+	// instances): size the buffer once instead of doubling it up to there.
+	guess := resp.ContentLength
 	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(resp.Body)
+		// klauspost's reader inflates a start-up sync about twice as fast as
+		// compress/gzip.
+		zr, err := kgzip.NewReader(resp.Body)
 		if err != nil {
 			return resp.StatusCode, nil, fmt.Errorf("%w: gzip: %v", errBadResponse, err)
 		}
 		defer zr.Close()
 		r = zr
+		guess *= 24
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxResponseBytes))
-	if err != nil {
+	var buf bytes.Buffer
+	if guess > 0 {
+		buf.Grow(int(min(guess, maxResponseBytes) + bytes.MinRead))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, maxResponseBytes)); err != nil {
 		return resp.StatusCode, nil, err
 	}
-	return resp.StatusCode, b, nil
+	return resp.StatusCode, buf.Bytes(), nil
 }
 
 func (h *httpClient) sendBatch(ctx context.Context, p *Peer, items []compat.ReplicationItem) ([]compat.ReplicationResponse, error) {

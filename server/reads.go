@@ -23,7 +23,11 @@ func NewLoader(reg *registry.Registry) cache.StreamLoader {
 
 // NewCodecLoader is NewLoader writing the full registry documents with the
 // given codecs (eureka.server.json-codec-name, xml-codec-name).
+//
+// The full registry and the delta are written from kept per-chunk segments,
+// re-encoding only the applications that changed (see fragments.go).
 func NewCodecLoader(reg *registry.Registry, codecs compat.Codecs) cache.StreamLoader {
+	fr := newFragments(reg, codecs)
 	return func(k cache.Key, w io.Writer) (bool, error) {
 		f := compat.XML
 		if k.JSON {
@@ -33,10 +37,8 @@ func NewCodecLoader(reg *registry.Registry, codecs compat.Codecs) cache.StreamLo
 		switch {
 		case k.Entity == cache.VIP || k.Entity == cache.SVIP:
 			apps = reg.VIP(k.Name, k.Entity == cache.SVIP)
-		case k.Name == cache.AllApps:
-			apps = reg.Applications()
-		case k.Name == cache.AllAppsDelta:
-			apps = reg.Delta()
+		case k.Name == cache.AllApps || k.Name == cache.AllAppsDelta:
+			return true, fr.writeDocument(w, k.Name == cache.AllAppsDelta, f, k.Compact)
 		default:
 			app, ok := reg.Application(k.Name)
 			if !ok {

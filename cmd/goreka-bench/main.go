@@ -55,6 +55,8 @@ func main() {
 			os.Exit(waitCmd(os.Args[2:]))
 		case "report":
 			os.Exit(reportCmd(os.Args[2:]))
+		case "ladder":
+			os.Exit(ladderCmd(os.Args[2:]))
 		}
 	}
 	os.Exit(runCmd(os.Args[1:]))
@@ -80,9 +82,12 @@ type Result struct {
 	StartupSec  float64                 `json:"startup_seconds,omitempty"`
 	Phases      map[string]*PhaseResult `json:"phases"`
 	Propagation []float64               `json:"propagation_seconds,omitempty"`
-	ConvergeSec float64                 `json:"converge_seconds,omitempty"`
-	ConvergeN   int                     `json:"converge_instances,omitempty"`
-	Notes       []string                `json:"notes,omitempty"`
+	// PropagationLoaded is the propagation-loaded phase: right after loading,
+	// when the delta holds the whole fleet (run it first, without warm-up).
+	PropagationLoaded []float64 `json:"propagation_loaded_seconds,omitempty"`
+	ConvergeSec       float64   `json:"converge_seconds,omitempty"`
+	ConvergeN         int       `json:"converge_instances,omitempty"`
+	Notes             []string  `json:"notes,omitempty"`
 }
 
 type config struct {
@@ -144,10 +149,10 @@ func runCmd(args []string) int {
 	fs.StringVar(&c.target, "target", "http://127.0.0.1:8761/eureka/", "service URL of the server under test")
 	fs.StringVar(&c.peer, "peer", "", "service URL of a second node peered with --target (converge phase)")
 	fs.StringVar(&c.label, "label", "", "name of the server in the output")
-	fs.StringVar(&c.phases, "phases", "renew,full,delta,burst,mix", "comma-separated: renew,full,delta,burst,mix,propagation,converge")
+	fs.StringVar(&c.phases, "phases", "renew,full,delta,burst,mix", "comma-separated: renew,full,delta,burst,mix,propagation,propagation-loaded,converge")
 	fs.StringVar(&c.jsonOut, "json", "", "write the result as JSON to this file")
 	fs.StringVar(&c.prefix, "prefix", "bench", "instance name prefix of the fleet")
-	fs.IntVar(&c.n, "instances", 10000, "instances to register (1 to 100000)")
+	fs.IntVar(&c.n, "instances", 10000, "instances to register (1 to 1000000)")
 	fs.IntVar(&c.apps, "apps", 200, "applications the instances are spread over")
 	fs.IntVar(&c.conc, "concurrency", 32, "concurrent clients (keep-alive connections) per phase")
 	fs.IntVar(&c.convergeN, "converge-instances", 0, "registrations for the converge phase (default --instances)")
@@ -168,8 +173,8 @@ func runCmd(args []string) int {
 	fs.StringVar(&c.propServers, "propagation-servers", "", "comma-separated labels the propagation phase measures (default: every server)")
 	fs.StringVar(&c.jsonDir, "json-dir", "", "with several --server: write LABEL.json here")
 	fs.Parse(args)
-	if c.n < 1 || c.n > 100_000 || c.apps < 1 || c.conc < 1 || c.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "goreka-bench: --instances must be 1..100000, --apps and --concurrency >= 1")
+	if c.n < 1 || c.n > 1_000_000 || c.apps < 1 || c.conc < 1 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "goreka-bench: --instances must be 1..1000000, --apps and --concurrency >= 1")
 		return 2
 	}
 	if len(c.servers) == 0 {
@@ -220,7 +225,7 @@ func run(ctx context.Context, c config) ([]*Result, error) {
 	needFleet := false
 	for _, p := range phases {
 		switch p {
-		case "renew", "full", "delta", "burst", "mix", "propagation", "":
+		case "renew", "full", "delta", "burst", "mix", "propagation", "propagation-loaded", "":
 			needFleet = needFleet || p != ""
 		case "converge":
 		default:
@@ -249,7 +254,7 @@ func run(ctx context.Context, c config) ([]*Result, error) {
 	for _, p := range phases {
 		switch p {
 		case "":
-		case "propagation":
+		case "propagation", "propagation-loaded":
 			for i, cs := range cfgs {
 				if c.propServers != "" && !slices.Contains(strings.Split(c.propServers, ","), cs.label) {
 					continue
@@ -260,7 +265,11 @@ func run(ctx context.Context, c config) ([]*Result, error) {
 						return results, fmt.Errorf("%s: %w", cs.label, err)
 					}
 					logf("%s: propagation sample %d: %.3fs", cs.label, k+1, d.Seconds())
-					results[i].Propagation = append(results[i].Propagation, d.Seconds())
+					if p == "propagation-loaded" {
+						results[i].PropagationLoaded = append(results[i].PropagationLoaded, d.Seconds())
+					} else {
+						results[i].Propagation = append(results[i].Propagation, d.Seconds())
+					}
 				}
 			}
 		case "converge":
@@ -406,6 +415,10 @@ func settle(ctx context.Context, cl *client, target, prefix string, n int, timeo
 		body, size, _, err := cl.fetch(ctx, target+"apps/", true)
 		if err == nil {
 			if seen = bytes.Count(body, needle); seen >= n {
+				if len(body) > 256<<20 {
+					// 1M instances: a GiB of JSON; the count is the check.
+					return size, len(body), nil
+				}
 				apps, err := compat.DecodeApplications(body, compat.JSON)
 				if err != nil {
 					return 0, 0, fmt.Errorf("decoding the full registry: %w", err)
@@ -436,18 +449,100 @@ func propagation(ctx context.Context, cl *client, c config, k int) (time.Duratio
 		return 0, fmt.Errorf("propagation probe: %w", err)
 	}
 	defer cl.cancel(ctx, c.target, p, k)
+	// A delta right after loading holds the whole fleet (50 MB of gzip at
+	// 1M instances): inflate and search a response only when its ETag is
+	// new, and count the time to that response's headers, not to the end of
+	// our search.
+	seenTag := ""
 	for time.Since(t0) < c.propTimeout {
-		body, _, _, err := cl.fetch(ctx, c.target+"apps/delta", true)
-		if err == nil && bytes.Contains(body, needle) {
-			d := time.Since(t0)
-			if _, err := compat.DecodeApplications(body, compat.JSON); err != nil {
-				return 0, fmt.Errorf("decoding the delta: %w", err)
+		gz, tag, at, err := cl.fetchTagged(ctx, c.target+"apps/delta")
+		if err == nil && (tag == "" || tag != seenTag) {
+			seenTag = tag
+			found, small, err := containsGzip(gz, needle)
+			if err != nil {
+				return 0, fmt.Errorf("inflating the delta: %w", err)
 			}
-			return d, nil
+			if found {
+				if small != nil { // validate what a client would decode, when it is not huge
+					if _, err := compat.DecodeApplications(small, compat.JSON); err != nil {
+						return 0, fmt.Errorf("decoding the delta: %w", err)
+					}
+				}
+				return at.Sub(t0), nil
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("propagation: instance not in /apps/delta after %s", c.propTimeout)
+}
+
+// fetchTagged GETs u as gzip JSON and returns the body as sent, the ETag and
+// when the response headers arrived.
+func (cl *client) fetchTagged(ctx context.Context, u string) ([]byte, string, time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := cl.hc.Do(req)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	at := time.Now()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, "", at, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", at, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+	}
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		b = buf.Bytes()
+	}
+	return b, resp.Header.Get("Etag"), at, nil
+}
+
+// containsGzip inflates gz as a stream and reports whether it contains
+// needle; the inflated bytes are returned too when under 64 MiB.
+func containsGzip(gz, needle []byte) (found bool, small []byte, err error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return false, nil, err
+	}
+	const keep = 64 << 20
+	var all []byte
+	keepAll := true
+	buf := make([]byte, 1<<20)
+	tail := 0 // bytes of the previous chunk kept at buf's start, for needles across chunks
+	for {
+		n, rerr := io.ReadFull(zr, buf[tail:])
+		chunk := buf[:tail+n]
+		if keepAll {
+			if len(all)+n <= keep {
+				all = append(all, buf[tail:tail+n]...)
+			} else {
+				keepAll, all = false, nil
+			}
+		}
+		found = found || bytes.Contains(chunk, needle)
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			if !keepAll {
+				all = nil
+			}
+			return found, all, nil
+		}
+		if rerr != nil {
+			return false, nil, rerr
+		}
+		tail = min(len(needle)-1, len(chunk))
+		copy(buf, chunk[len(chunk)-tail:])
+	}
 }
 
 // converge registers c.convergeN instances on the target and polls the peer's

@@ -12,9 +12,9 @@ import (
 
 func printResult(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "\n%s: %d instances in %d apps, median of %d rounds of %s per phase at concurrency %d\n", r.Label, r.Instances, r.Apps, r.Rounds, r.Duration, r.Concurrency)
-	fmt.Fprintf(w, "%-14s %9s %7s %10s %9s %9s %9s %10s %10s\n", "phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "max ms", "tool cpu", "server cpu")
+	fmt.Fprintf(w, "%-14s %9s %7s %10s %9s %9s %9s %10s %10s %12s\n", "phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "max ms", "tool cpu", "server cpu", "server us/req")
 	line := func(name string, p *PhaseResult) {
-		fmt.Fprintf(w, "%-14s %9d %7d %10.0f %9.2f %9.2f %9.1f %10.2f %10.2f\n", name, p.Requests, p.Errors, p.RPS, p.P50ms, p.P99ms, p.MaxMs, p.ClientCPU, p.ServerCPU)
+		fmt.Fprintf(w, "%-14s %9d %7d %10.0f %9.2f %9.2f %9.1f %10.2f %10.2f %12.1f\n", name, p.Requests, p.Errors, p.RPS, p.P50ms, p.P99ms, p.MaxMs, p.ClientCPU, p.ServerCPU, cpuPerReq(p))
 	}
 	if r.Load != nil {
 		line("load", r.Load)
@@ -110,11 +110,40 @@ func phaseGet(name, part string, f func(*PhaseResult) float64) func(*Result) (fl
 }
 
 func rps(p *PhaseResult) float64 { return p.RPS }
+
+// cpuPerReq is the server's CPU time per request in microseconds: the fair
+// figure on a small machine where the load tool takes a core of its own.
+func cpuPerReq(p *PhaseResult) float64 {
+	if p.Requests == 0 {
+		return 0
+	}
+	return p.ServerCPU * p.Seconds / float64(p.Requests) * 1e6
+}
+
+// perReq reads a phase's server CPU per request, when the server's CPU was
+// measured.
+func perReq(name string) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		p := r.Phases[name]
+		if name == "load" {
+			p = r.Load
+		}
+		if p == nil || p.Requests == 0 || p.ServerCPU == 0 {
+			return 0, false
+		}
+		return cpuPerReq(p), true
+	}
+}
 func p99(p *PhaseResult) float64 { return p.P99ms }
 func p50(p *PhaseResult) float64 { return p.P50ms }
 
 func writeReport(w io.Writer, g, j, b, big, conv *Result) {
 	rows := []metric{
+		{"server CPU per renew", "µs", perReq("renew"), "", "<=1.1"},
+		{"server CPU per full fetch", "µs", perReq("full"), "", "<=1.1"},
+		{"server CPU per delta fetch", "µs", perReq("delta"), "", ""},
+		{"server CPU per registration (burst)", "µs", perReq("burst"), "<=0.3", "<=1.5"},
+		{"server CPU per registration (loading)", "µs", perReq("load"), "", ""},
 		{"renew throughput", "req/s", phaseGet("renew", "", rps), ">=10", ">=0.7"},
 		{"renew p50 / p99", "ms", nil, "", ""},
 		{"full fetch throughput (gzip JSON)", "req/s", phaseGet("full", "", rps), ">=10", ">=0.8"},

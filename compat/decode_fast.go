@@ -1,0 +1,574 @@
+package compat
+
+import (
+	"unicode/utf8"
+)
+
+// A hand-written reader for the JSON shapes goreka decodes on hot paths (a
+// register body, a peer's registry at start-up), about ten times faster than
+// encoding/json's reflection. It fills the same wire structs as the
+// encoding/json path and then shares its interpretation (toLeaseView), and
+// it only answers when it is sure to agree with encoding/json: on anything
+// it does not handle exactly like it (a syntax error, a type mismatch, a
+// string with an escape or invalid UTF-8, a key that matches a field only
+// case-insensitively, deep nesting) it gives up and the caller decodes
+// with encoding/json, which produces the result or the error as before.
+// TestFastDecoderAgrees and FuzzFastDecoderAgrees hold it to that.
+
+type fastJSON struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+const fastMaxDepth = 1000 // encoding/json allows 10000; deeper documents take the slow path
+
+func (s *fastJSON) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, 0 at the end.
+func (s *fastJSON) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// rawString reads a string without escapes and returns its bytes (not
+// copied). ok is false for an escape, a control character, invalid UTF-8
+// or an unterminated string.
+func (s *fastJSON) rawString() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	ascii := true
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			s.i = j + 1
+			v := s.b[start:j]
+			if !ascii && !utf8.Valid(v) {
+				return nil, false
+			}
+			return v, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// skipString validates and skips a string, escapes included.
+func (s *fastJSON) skipString() bool {
+	if s.peek() != '"' {
+		return false
+	}
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			if j >= len(s.b) {
+				return false
+			}
+			switch s.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s.b) {
+					return false
+				}
+				for _, h := range s.b[j+1 : j+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// number reads a number literal by JSON's grammar.
+func (s *fastJSON) number() ([]byte, bool) {
+	s.ws()
+	b, j := s.b, s.i
+	start := j
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && '1' <= b[j] && b[j] <= '9':
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	default:
+		return nil, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		if j >= len(b) || !isDigit(b[j]) {
+			return nil, false
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if j >= len(b) || !isDigit(b[j]) {
+			return nil, false
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+	s.i = j
+	return b[start:j], true
+}
+
+func (s *fastJSON) literal(lit string) bool {
+	s.ws()
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// skipValue validates and skips any value.
+func (s *fastJSON) skipValue() bool {
+	switch s.peek() {
+	case '"':
+		return s.skipString()
+	case '{':
+		return s.object(func([]byte) bool { return s.skipValue() })
+	case '[':
+		return s.array(s.skipValue)
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	}
+	_, ok := s.number()
+	return ok
+}
+
+// object reads an object, calling member with the reader at each member's
+// value (keys without escapes only); member must consume the value.
+func (s *fastJSON) object(member func(key []byte) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	if s.depth++; s.depth > fastMaxDepth {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		key, ok := s.rawString()
+		if !ok || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array reads an array, calling elem at each element.
+func (s *fastJSON) array(elem func() bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	if s.depth++; s.depth > fastMaxDepth {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// scalar reads what wireValue.UnmarshalJSON accepts: a string (its text),
+// a number or boolean (its literal), null (absent).
+func (s *fastJSON) scalar(v *wireValue) bool {
+	switch s.peek() {
+	case '"':
+		b, ok := s.rawString()
+		*v = wireValue{s: string(b), ok: true}
+		return ok
+	case 'n':
+		*v = wireValue{}
+		return s.literal("null")
+	case 't':
+		*v = wireValue{s: "true", ok: true}
+		return s.literal("true")
+	case 'f':
+		*v = wireValue{s: "false", ok: true}
+		return s.literal("false")
+	case '{', '[':
+		return false
+	}
+	b, ok := s.number()
+	*v = wireValue{s: string(b), ok: true}
+	return ok
+}
+
+// unknownKey is the member function for keys that name no field: skip the
+// value, unless the key would match a field case-insensitively (as
+// encoding/json matches), which the fast path leaves to encoding/json.
+func (s *fastJSON) unknownKey(key []byte, fields []string) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return false // encoding/json folds a few non-ASCII letters too
+		}
+	}
+	for _, f := range fields {
+		if len(f) == len(key) && asciiEqualFold(f, key) {
+			return false
+		}
+	}
+	return s.skipValue()
+}
+
+func asciiEqualFold(a string, b []byte) bool {
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	instanceFields = []string{"instanceId", "hostName", "app", "appGroupName", "ipAddr", "sid", "status",
+		"overriddenStatus", "overriddenstatus", "port", "securePort", "countryId", "dataCenterInfo", "leaseInfo",
+		"metadata", "homePageUrl", "statusPageUrl", "healthCheckUrl", "secureHealthCheckUrl", "vipAddress",
+		"secureVipAddress", "isCoordinatingDiscoveryServer", "lastUpdatedTimestamp", "lastDirtyTimestamp",
+		"actionType", "asgName"}
+	portFields       = []string{"$", "@enabled"}
+	dataCenterFields = []string{"@class", "name", "metadata"}
+	leaseFields      = []string{"renewalIntervalInSecs", "durationInSecs", "registrationTimestamp",
+		"lastRenewalTimestamp", "renewalTimestamp", "evictionTimestamp", "serviceUpTimestamp"}
+	applicationsFields = []string{"versions__delta", "apps__hashcode", "application"}
+	applicationFields  = []string{"name", "instance"}
+)
+
+func (s *fastJSON) instance(w *wireInstance) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "instanceId":
+			return s.scalar(&w.InstanceID)
+		case "hostName":
+			return s.scalar(&w.HostName)
+		case "app":
+			return s.scalar(&w.App)
+		case "appGroupName":
+			return s.scalar(&w.AppGroupName)
+		case "ipAddr":
+			return s.scalar(&w.IPAddr)
+		case "sid":
+			return s.scalar(&w.SID)
+		case "status":
+			return s.scalar(&w.Status)
+		case "overriddenStatus":
+			return s.scalar(&w.OverriddenStatus)
+		case "overriddenstatus":
+			return s.scalar(&w.OverriddenStatusLegacy)
+		case "port":
+			return s.port(&w.Port)
+		case "securePort":
+			return s.port(&w.SecurePort)
+		case "countryId":
+			return s.scalar(&w.CountryID)
+		case "dataCenterInfo":
+			return s.dataCenter(&w.DataCenterInfo)
+		case "leaseInfo":
+			return s.lease(&w.LeaseInfo)
+		case "metadata":
+			return s.metadata(&w.Metadata)
+		case "homePageUrl":
+			return s.scalar(&w.HomePageURL)
+		case "statusPageUrl":
+			return s.scalar(&w.StatusPageURL)
+		case "healthCheckUrl":
+			return s.scalar(&w.HealthCheckURL)
+		case "secureHealthCheckUrl":
+			return s.scalar(&w.SecureHealthCheckURL)
+		case "vipAddress":
+			return s.scalar(&w.VIPAddress)
+		case "secureVipAddress":
+			return s.scalar(&w.SecureVIPAddress)
+		case "isCoordinatingDiscoveryServer":
+			return s.scalar(&w.IsCoordinating)
+		case "lastUpdatedTimestamp":
+			return s.scalar(&w.LastUpdatedTimestamp)
+		case "lastDirtyTimestamp":
+			return s.scalar(&w.LastDirtyTimestamp)
+		case "actionType":
+			return s.scalar(&w.ActionType)
+		case "asgName":
+			return s.scalar(&w.ASGName)
+		}
+		return s.unknownKey(key, instanceFields)
+	})
+}
+
+// port reads a *wirePort as encoding/json does: null clears the pointer, an
+// object fills the existing struct (a repeated key merges into it).
+func (s *fastJSON) port(p **wirePort) bool {
+	if s.peek() == 'n' {
+		*p = nil
+		return s.literal("null")
+	}
+	if *p == nil {
+		*p = &wirePort{}
+	}
+	w := *p
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "$":
+			return s.scalar(&w.Number)
+		case "@enabled":
+			return s.scalar(&w.Enabled)
+		}
+		return s.unknownKey(key, portFields)
+	})
+}
+
+func (s *fastJSON) dataCenter(p **wireDataCenter) bool {
+	if s.peek() == 'n' {
+		*p = nil
+		return s.literal("null")
+	}
+	if *p == nil {
+		*p = &wireDataCenter{}
+	}
+	w := *p
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "@class":
+			return s.scalar(&w.Class)
+		case "name":
+			return s.scalar(&w.Name)
+		case "metadata":
+			return s.metadata(&w.Metadata)
+		}
+		return s.unknownKey(key, dataCenterFields)
+	})
+}
+
+func (s *fastJSON) lease(p **wireLease) bool {
+	if s.peek() == 'n' {
+		*p = nil
+		return s.literal("null")
+	}
+	if *p == nil {
+		*p = &wireLease{}
+	}
+	w := *p
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "renewalIntervalInSecs":
+			return s.scalar(&w.RenewalInterval)
+		case "durationInSecs":
+			return s.scalar(&w.Duration)
+		case "registrationTimestamp":
+			return s.scalar(&w.Registration)
+		case "lastRenewalTimestamp":
+			return s.scalar(&w.LastRenewal)
+		case "renewalTimestamp":
+			return s.scalar(&w.RenewalLegacy)
+		case "evictionTimestamp":
+			return s.scalar(&w.Eviction)
+		case "serviceUpTimestamp":
+			return s.scalar(&w.ServiceUp)
+		}
+		return s.unknownKey(key, leaseFields)
+	})
+}
+
+// metadata is wireMetadata.UnmarshalJSON: the whole map is replaced, "@class"
+// and null values dropped, a repeated key keeps its last value.
+func (s *fastJSON) metadata(m *wireMetadata) bool {
+	if s.peek() == 'n' {
+		*m = nil
+		return s.literal("null")
+	}
+	var out wireMetadata
+	ok := s.object(func(key []byte) bool {
+		var v wireValue
+		if !s.scalar(&v) {
+			return false
+		}
+		k := string(key)
+		if k == "@class" {
+			return true
+		}
+		if !v.ok {
+			delete(out, k) // a null after a value: encoding/json's map holds the null
+			return true
+		}
+		if out == nil {
+			out = make(wireMetadata, 8)
+		}
+		out[k] = v.s
+		return true
+	})
+	*m = out
+	return ok
+}
+
+// root reads the top-level object and positions the reader at the value of
+// its key root (the last one, as a map keeps it); false if absent, null or
+// the document is not valid JSON with only space after it.
+func (s *fastJSON) root(root string, value func() bool) bool {
+	found := false
+	var at int
+	ok := s.object(func(key []byte) bool {
+		if string(key) == root && s.peek() != 'n' {
+			found, at = true, s.i
+		} else if string(key) == root {
+			found = false
+		}
+		return s.skipValue()
+	})
+	if !ok || !found {
+		return false
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return false
+	}
+	s.i, s.depth = at, 1
+	return value()
+}
+
+// fastInstance decodes {"instance":{...}} into w; false: use encoding/json.
+func fastInstance(body []byte, w *wireInstance) bool {
+	s := &fastJSON{b: body}
+	return s.root("instance", func() bool { return s.instance(w) })
+}
+
+// fastApplications decodes {"applications":{...}}; false: use encoding/json.
+func fastApplications(body []byte, doc *jsonApplications) bool {
+	s := &fastJSON{b: body}
+	return s.root("applications", func() bool {
+		return s.object(func(key []byte) bool {
+			switch string(key) {
+			case "versions__delta":
+				return s.scalar(&doc.VersionsDelta)
+			case "apps__hashcode":
+				return s.scalar(&doc.AppsHashcode)
+			case "application":
+				return oneOrManyFast(s, &doc.Application, func(a *jsonApplication) bool {
+					return s.object(func(key []byte) bool {
+						switch string(key) {
+						case "name":
+							return s.scalar(&a.Name)
+						case "instance":
+							return oneOrManyFast(s, &a.Instance, s.instance)
+						}
+						return s.unknownKey(key, applicationFields)
+					})
+				})
+			}
+			return s.unknownKey(key, applicationsFields)
+		})
+	})
+}
+
+// oneOrManyFast is oneOrMany.UnmarshalJSON: an object is a list of one, an
+// array a list, null no list; each element starts from zero. A null element
+// is left to encoding/json.
+func oneOrManyFast[T any](s *fastJSON, o *oneOrMany[T], elem func(*T) bool) bool {
+	switch s.peek() {
+	case 'n':
+		*o = nil
+		return s.literal("null")
+	case '{':
+		*o = make(oneOrMany[T], 1)
+		return elem(&(*o)[0])
+	}
+	list := make(oneOrMany[T], 0, 16)
+	ok := s.array(func() bool {
+		if s.peek() == 'n' {
+			return false
+		}
+		var zero T
+		list = append(list, zero)
+		return elem(&list[len(list)-1])
+	})
+	*o = list
+	return ok
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
+)
+
+func fragInstance(app string, i int) *registry.Instance {
+	host := fmt.Sprintf("host-%05d", i)
+	return &registry.Instance{
+		InstanceID: host + ":" + app, HostName: host, App: app, IPAddr: "10.0.0.1",
+		Status: registry.StatusUp, Port: registry.Port{Number: 8080, Enabled: true},
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		Metadata:       map[string]string{"zone": "z" + fmt.Sprint(i%3)}, VIPAddress: app,
+		LastDirtyTimestamp: time.UnixMilli(1700000000000),
+	}
+}
+
+// served is what the cache answers for k, inflated.
+func served(t *testing.T, c *cache.Cache, k cache.Key) []byte {
+	t.Helper()
+	v, err := c.Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr.Multistream(false)
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%v: %v", k, err)
+	}
+	if v.PlainLen != len(b) {
+		t.Fatalf("%v: PlainLen %d, inflated %d", k, v.PlainLen, len(b))
+	}
+	return b
+}
+
+// TestFragmentsServeTheWholeDocument runs random registrations, cancels and
+// status changes over many applications and checks after each batch that
+// every variant of the full registry and the delta, built from kept chunks,
+// is byte for byte the document encoded whole from the registry.
+func TestFragmentsServeTheWholeDocument(t *testing.T) {
+	for _, codecs := range []compat.Codecs{{}, {JSON: compat.Jackson, XML: compat.Jackson}} {
+		t.Run(fmt.Sprint(codecs), func(t *testing.T) {
+			clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			var c *cache.Cache
+			reg := registry.New(registry.Options{Now: clk.Now, OnEvent: func(e registry.Event) {
+				c.Invalidate(e.App, "", "")
+			}})
+			cfg := cache.DefaultConfig()
+			cfg.UseReadOnly = false // every Get reads the readWrite tier, fresh after Invalidate
+			cfg.Now = clk.Now
+			c = cache.NewStreaming(cfg, NewCodecLoader(reg, codecs))
+			rng := rand.New(rand.NewPCG(7, 8))
+			var live []registry.InstanceKey
+			for batch := range 12 {
+				for range 1 + rng.IntN(400) {
+					switch op := rng.IntN(10); {
+					case op < 7 || len(live) == 0:
+						app := fmt.Sprintf("APP-%03d", rng.IntN(60))
+						in := fragInstance(app, rng.IntN(5000))
+						if _, err := reg.Register(in, false); err != nil {
+							t.Fatal(err)
+						}
+						live = append(live, registry.InstanceKey{App: app, ID: in.ID()})
+					case op < 9:
+						j := rng.IntN(len(live))
+						reg.Cancel(live[j].App, live[j].ID, false)
+						live = append(live[:j], live[j+1:]...)
+					default:
+						k := live[rng.IntN(len(live))]
+						reg.StatusUpdate(k.App, k.ID, registry.StatusOutOfService, clk.Now(), false)
+					}
+				}
+				clk.Advance(time.Duration(rng.IntN(40)) * time.Second)
+				reg.PruneRecentlyChanged(3 * time.Minute)
+				for _, f := range []compat.Format{compat.JSON, compat.XML} {
+					for _, compact := range []bool{false, true} {
+						full := served(t, c, cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: f == compat.JSON, Compact: compact})
+						if want := codecs.AppendApplications(nil, f, compact, reg.Applications()); !bytes.Equal(full, want) {
+							t.Fatalf("batch %d %v compact=%v: full document differs\ngot  %.200q\nwant %.200q", batch, f, compact, full, want)
+						}
+						got := served(t, c, cache.Key{Entity: cache.Application, Name: cache.AllAppsDelta, JSON: f == compat.JSON, Compact: compact})
+						d := reg.Delta()
+						d.VersionDelta-- // Delta takes the next number
+						if want := codecs.AppendApplications(nil, f, compact, d); !bytes.Equal(got, want) {
+							t.Fatalf("batch %d %v compact=%v: delta differs\ngot  %.200q\nwant %.200q", batch, f, compact, got, want)
+						}
+					}
+				}
+				// Prune without a change: the delta must shrink at its next build.
+				clk.Advance(20 * time.Second)
+				reg.PruneRecentlyChanged(time.Duration(rng.IntN(60)) * time.Second)
+				c.Invalidate("", "", "")
+			}
+		})
+	}
+}
+
+// TestFragmentsReencodeOnlyWhatChanged pins the point of the chunks: after
+// one registration in a registry of 10k instances, a rebuild encodes one
+// chunk, a small share of the registry; once the chunks are older than the
+// cache's reuse age, everything is encoded again (fresh renewal timestamps).
+func TestFragmentsReencodeOnlyWhatChanged(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	reg := registry.New(registry.Options{Now: clk.Now})
+	for i := range 10000 {
+		if _, err := reg.Register(fragInstance(fmt.Sprintf("APP-%03d", i%200), i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := newFragments(reg, compat.Codecs{})
+	build := func() (*cache.Value, int) {
+		before := fr.encoded.Load()
+		v, err := cache.BuildValue(func(w io.Writer) (bool, error) {
+			return true, fr.writeDocument(w, false, compat.JSON, false)
+		}, clk.Now, cache.DefaultAutoExpiration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, int(fr.encoded.Load() - before)
+	}
+	if _, n := build(); n != 10000 {
+		t.Fatalf("first build encoded %d instances, want all 10000", n)
+	}
+	if _, n := build(); n != 0 {
+		t.Fatalf("a build without change encoded %d instances", n)
+	}
+	clk.Advance(time.Second)
+	if _, err := reg.Register(fragInstance("APP-123", 99999), false); err != nil {
+		t.Fatal(err)
+	}
+	v, n := build()
+	if n == 0 || n > chunkMax {
+		t.Fatalf("after one registration a build encoded %d instances, want one chunk (<= %d)", n, chunkMax)
+	}
+	if !bytes.Contains(inflate(t, v.Gzip), []byte(`"host-99999:APP-123"`)) {
+		t.Fatal("the new instance is not in the document")
+	}
+	clk.Advance(cache.DefaultAutoExpiration * 3 / 4)
+	if _, n := build(); n != 10001 {
+		t.Fatalf("after the reuse age a build encoded %d instances, want all 10001", n)
+	}
+}
+
+func inflate(t *testing.T, gz []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
