@@ -70,6 +70,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
+	// SIGHUP is caught before the port is bound: a reload asked for as soon
+	// as the server answers must not end the process (its default action).
+	hup, stopHup := notifyHangup()
+	defer stopHup()
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
 		fmt.Fprintf(stderr, "goreka: cannot listen on %s: %v\n", cfg.Addr(), errors.Unwrap(err))
@@ -77,8 +81,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	hup, stopHup := notifyHangup()
-	defer stopHup()
 	a, err := newApp(cfg, log, time.Now)
 	if err != nil {
 		ln.Close()

@@ -120,6 +120,11 @@ func TestStaticInstancesNotReplicated(t *testing.T) {
 	b.start()
 	a := processNode(t, "A", "127.0.0.1", pa, peer(pa, "--spring.config.additional-location=optional:"+file)...)
 	a.start()
+	// Both start-up syncs are over before the static registration exists:
+	// the two nodes sync from each other at start, and a sync that A's
+	// start-up gate held back would otherwise copy it to B.
+	a.waitLine("start-up sync with peers")
+	b.waitLine("start-up sync with peers")
 	// Added while A replicates (at start it registers them before its
 	// replicator exists): a SIGHUP reload.
 	if err := os.WriteFile(file, []byte("goreka:\n  static-instances:\n    - {app: db, instance-id: pg-1, ip-addr: 10.0.0.5}\n"), 0o644); err != nil {
