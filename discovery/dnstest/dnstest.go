@@ -29,14 +29,25 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{a: map[string][]net.IP{}, srv: map[string][]*dns.SRV{}, txt: map[string][]string{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	// UDP and TCP on one port number: the kernel picks a free UDP port, and
+	// the same number may be taken for TCP (the tests run in parallel with
+	// everything else on the machine), so try a few.
+	var (
+		pc  net.PacketConn
+		ln  net.Listener
+		err error
+	)
+	for range 20 {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
 		pc.Close()
-		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("no port free for both UDP and TCP: %v", err)
 	}
 	s.Addr = pc.LocalAddr().String()
 	udp := &dns.Server{PacketConn: pc, Handler: s}
