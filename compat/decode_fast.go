@@ -384,17 +384,27 @@ func (s *fastJSON) instance(w *wireInstance) bool {
 	})
 }
 
+// optional starts reading an optional object into *p as encoding/json does:
+// null clears the pointer (done), an object fills the existing struct or a
+// new one (a repeated key merges into it).
+func optional[T any](s *fastJSON, p **T) (w *T, done, ok bool) {
+	if s.peek() == 'n' {
+		*p = nil
+		return nil, true, s.literal("null")
+	}
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p, false, false
+}
+
 // port reads a *wirePort as encoding/json does: null clears the pointer, an
 // object fills the existing struct (a repeated key merges into it).
 func (s *fastJSON) port(p **wirePort) bool {
-	if s.peek() == 'n' {
-		*p = nil
-		return s.literal("null")
+	w, done, ok := optional(s, p)
+	if done {
+		return ok
 	}
-	if *p == nil {
-		*p = &wirePort{}
-	}
-	w := *p
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "$":
@@ -407,14 +417,10 @@ func (s *fastJSON) port(p **wirePort) bool {
 }
 
 func (s *fastJSON) dataCenter(p **wireDataCenter) bool {
-	if s.peek() == 'n' {
-		*p = nil
-		return s.literal("null")
+	w, done, ok := optional(s, p)
+	if done {
+		return ok
 	}
-	if *p == nil {
-		*p = &wireDataCenter{}
-	}
-	w := *p
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "@class":
@@ -429,14 +435,10 @@ func (s *fastJSON) dataCenter(p **wireDataCenter) bool {
 }
 
 func (s *fastJSON) lease(p **wireLease) bool {
-	if s.peek() == 'n' {
-		*p = nil
-		return s.literal("null")
+	w, done, ok := optional(s, p)
+	if done {
+		return ok
 	}
-	if *p == nil {
-		*p = &wireLease{}
-	}
-	w := *p
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "renewalIntervalInSecs":
