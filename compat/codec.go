@@ -346,13 +346,7 @@ func appendDataCenterJacksonXML(dst []byte, dc registry.DataCenterInfo) []byte {
 func appendMetadataJacksonXML(dst []byte, md map[string]string) []byte {
 	var buf [16]string
 	keys := sortedKeys(buf[:], md)
-	n := 0
-	for _, k := range keys {
-		if k != "" {
-			n++
-		}
-	}
-	if n == 0 {
+	if !hasXMLKey(keys) {
 		return append(dst, "<metadata/>"...)
 	}
 	dst = append(dst, "<metadata>"...)

@@ -224,18 +224,23 @@ func (w *xmlWriter) dataCenter(compact bool, dc registry.DataCenterInfo) {
 	w.close("dataCenterInfo")
 }
 
+// hasXMLKey reports whether keys hold one an XML writer can write: the
+// empty key cannot be an element name and is left out.
+func hasXMLKey(keys []string) bool {
+	for _, k := range keys {
+		if k != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // metadata writes <metadata> with one element per key, sorted. Keys are
 // encoded by xmlElementName; the empty key cannot be written and is left out.
 func (w *xmlWriter) metadata(md map[string]string, emptyMapClass bool) {
 	var buf [16]string
 	keys := sortedKeys(buf[:], md)
-	n := 0
-	for _, k := range keys {
-		if k != "" {
-			n++
-		}
-	}
-	if n == 0 {
+	if !hasXMLKey(keys) {
 		if emptyMapClass {
 			w.empty("metadata", classEmptyMap)
 		} else {
