@@ -110,9 +110,11 @@ for N in $LADDER; do
     A_PID=$SERVER_PID
     # shellcheck disable=SC2046
     start "conv-b-$N" $B2_PORT $(goreka_cmd $B2_PORT $A_PORT)
+    # A node that does not converge (its peer queue dropped registrations) is a result, not the end of the run.
     timeout 1800 "$BENCH" --label=converge --target="http://127.0.0.1:$A_PORT/eureka/" \
       --peer="http://127.0.0.1:$B2_PORT/eureka/" --instances="$N" --apps="$APPS" --concurrency="$CONCURRENCY" \
-      --phases=converge --converge-timeout=10m --json="$OUT/$N/converge.json"
+      --phases=converge --converge-timeout=5m --json="$OUT/$N/converge.json" 2>&1 | tee "$OUT/$N/converge.txt" || true
+    curl -s "http://127.0.0.1:$A_PORT/metrics" | grep '^goreka_replication_dropped_total' >>"$OUT/$N/converge.txt" || true
     stop "$SERVER_PID"
     stop "$A_PID"
   fi
@@ -120,7 +122,7 @@ done
 echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/load-end.txt"
 
 {
-  "$BENCH" ladder --dir="$OUT" --rungs="$LADDER"
+  "$BENCH" ladder --dir="$OUT" --rungs="${REPORT_RUNGS:-$LADDER}"
   echo
   echo "Machine and settings of this run:"
   echo

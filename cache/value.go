@@ -17,25 +17,26 @@ import (
 // gzipLevel is the compression level of the stored gzip bytes and of every
 // Segment, with github.com/klauspost/compress/flate, chosen by measurement.
 //
-// server's BenchmarkBuildAll (goreka-bench's fleet shape, 110 MB of JSON at
-// 100k instances, built as chunks of 256+ instances) on the shared 2-core
-// build machine, against the previous encoder, compress/gzip level 2 over the
-// whole document:
+// server's BenchmarkBuildAll (goreka-bench's fleet shape, registered on a
+// fake clock so sizes repeat; 11 MB of JSON at 10k instances, built as chunks
+// of 256+ instances), against the previous encoder, compress/gzip level 2
+// over the whole document, on the shared 2-core build machine:
 //
-//	compressor                  full build, 100k   gzip bytes, 100k
-//	compress/gzip 2, whole           375 ms            6.44 MB
-//	klauspost 5, chunks              455-537 ms        5.45-5.59 MB
-//	klauspost 6, chunks              472 ms            5.04 MB
-//	klauspost 9, chunks             1370 ms            4.42 MB
+//	compressor                 gzip bytes, 10k    full build, 10k (same run)
+//	compress/gzip 2, whole        594 KB             39 ms
+//	klauspost 6, chunks           501 KB (0.84x)     50 ms
+//	klauspost 7, chunks           ~8 % more than 6   68 ms
+//	klauspost 8, chunks           467 KB (0.79x)     58 ms
+//	klauspost 9, chunks           451 KB (0.76x)    135-163 ms
 //
-// (at 10k: 39 ms and 504 KB whole, 48 ms and 429 KB for level 6 chunks.)
 // Chunks compress a little worse than one stream (each starts without
-// history); klauspost's level 6 wins that back and 22 % more, which puts the
-// bytes of a full fetch under the Java server's level-6 zlib (5.23 MB at
-// 100k), for about 1.25x the CPU of a build of everything. Such builds are
+// history); level 8 wins that back and 21 % more. In the scale ladder,
+// level 6 chunks were 1.02x the Java server's bytes at 100k (level-6 zlib
+// over one stream, 5034 KiB); level 8 is 7 % below level 6. A build of
+// every chunk costs about 1.5x the old whole encode, but such builds are
 // now rare (loading, a restart storm): after a change only the chunks that
-// changed are compressed, 40x less work at 100k than the whole document.
-const gzipLevel = 6
+// changed are compressed, 40x less work than the whole document at 100k.
+const gzipLevel = 8
 
 // Value is one cached response: the encoded payload, its gzip form and its ETag.
 // A Value is immutable once built; readers share it and must not modify its slices.

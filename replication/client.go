@@ -21,6 +21,11 @@ import (
 // 100k instances is well below it).
 const maxResponseBytes = 256 << 20
 
+// maxRegistryBytes caps a peer's full registry (GET apps/, the start-up
+// sync): about 1.1 GB of JSON at 1M instances, which maxResponseBytes cut
+// short into "malformed JSON".
+const maxRegistryBytes = 4 << 30
+
 // peerClient is what the sender needs from a peer; the real one speaks
 // HTTP, tests use fakes.
 type peerClient interface {
@@ -74,6 +79,11 @@ func newHTTPClient(cfg *Config) *httpClient {
 // do sends one request to a peer and returns the status and the
 // (decompressed) body. A transport error is returned as is.
 func (h *httpClient) do(ctx context.Context, p *Peer, method, path string, body []byte, gz bool) (int, []byte, error) {
+	return h.doLimit(ctx, p, method, path, body, gz, maxResponseBytes)
+}
+
+// doLimit is do reading at most limit bytes of the (inflated) response.
+func (h *httpClient) doLimit(ctx context.Context, p *Peer, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		if gz {
@@ -127,9 +137,9 @@ func (h *httpClient) do(ctx context.Context, p *Peer, method, path string, body 
 	}
 	var buf bytes.Buffer
 	if guess > 0 {
-		buf.Grow(int(min(guess, maxResponseBytes) + bytes.MinRead))
+		buf.Grow(int(min(guess, limit) + bytes.MinRead))
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r, maxResponseBytes)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit)); err != nil {
 		return resp.StatusCode, nil, err
 	}
 	return resp.StatusCode, buf.Bytes(), nil
@@ -152,7 +162,7 @@ func (h *httpClient) sendBatch(ctx context.Context, p *Peer, items []compat.Repl
 }
 
 func (h *httpClient) fetchApps(ctx context.Context, p *Peer) (*registry.Applications, error) {
-	code, b, err := h.do(ctx, p, http.MethodGet, "apps/", nil, false)
+	code, b, err := h.doLimit(ctx, p, http.MethodGet, "apps/", nil, false, maxRegistryBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -88,7 +89,7 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 		for i, r := range ranges {
 			part := apps[r[0]:r[1]]
 			if c := d.chunks[part[0].Name]; c != nil && c.first == (r[0] == 0) &&
-				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < reuse {
+				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < refreshAge(reuse, part[0].Name) {
 				kept[i] = c
 				continue
 			}
@@ -130,6 +131,14 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	d.chunks = next
 	_, err := w.Write(fr.codecs.AppendTail(buf[:0], f, compact, header))
 	return err
+}
+
+// refreshAge is the age at which a chunk is encoded again for fresh renewal
+// timestamps: between half and all of reuse, by the chunk's first name, so
+// that chunks built together (a loading) are not all due in one rebuild
+// (at 1M instances that would be a full encode delaying a change).
+func refreshAge(reuse time.Duration, name string) time.Duration {
+	return reuse/2 + time.Duration(xxhash.Sum64String(name)%1024)*(reuse/2)/1024
 }
 
 // chunkRanges cuts the sorted outline into chunks [start, end).
