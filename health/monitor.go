@@ -219,11 +219,15 @@ func (m *Monitor) Check(ctx context.Context) {
 
 // candidate says whether v is probed, and why.
 func (m *Monitor) candidate(v *registry.LeaseView, now time.Time) (why, bool) {
-	switch {
-	case v.IsExpired(now, 0):
+	// The same states the dashboard, the API and the lifecycle metric show,
+	// so that "suspect" means one thing everywhere.
+	switch v.Lifecycle(now) {
+	case registry.LifecycleHeld:
 		return whyHeld, true
-	case now.Sub(v.LastHeartbeat) > 2*v.RenewalInterval:
+	case registry.LifecycleSuspect:
 		return whySuspect, true
+	}
+	switch {
 	case m.cfg.Mode == Periodic && home(v, now):
 		return whyPeriodic, true
 	case v.DownBy&registry.DownByProbe != 0:
