@@ -156,6 +156,14 @@ func TestFullThenDeltaThenReconcile(t *testing.T) {
 	if len(changes) == 0 {
 		t.Fatal("OnChange never called")
 	}
+	// Nothing new on the region: the same delta again changes nothing.
+	n := len(changes)
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != n {
+		t.Fatalf("OnChange called for an unchanged region: %+v", changes[n:])
+	}
 
 	// A wrong hash: the full registry is fetched again.
 	f.set(0, true)

@@ -297,22 +297,12 @@ func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry
 	r.apps, r.delta = apps, delta
 	r.gen++
 	r.mu.Unlock()
-	deltaChanged := !(empty(prevDelta) && empty(delta))
+	// The same delta again (the region's recently-changed queue holds a
+	// change for minutes) changes no document.
+	deltaChanged := len(diff(prevDelta, delta)) > 0
 	if r.cfg.OnChange != nil && (len(changed) > 0 || deltaChanged) {
 		r.cfg.OnChange(Change{Region: r.cfg.Name, Instances: changed, Delta: deltaChanged})
 	}
-}
-
-func empty(a *registry.Applications) bool {
-	if a == nil {
-		return true
-	}
-	for i := range a.Apps {
-		if len(a.Apps[i].Instances) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // get fetches one registry document (JSON, as Eureka's remote region
@@ -428,18 +418,20 @@ func applyDelta(cur, delta *registry.Applications) (*registry.Applications, []*r
 				byApp[name] = m
 			}
 			old, had := m[in.ID()]
-			if had {
-				changed = append(changed, old.Instance)
-			}
 			switch in.ActionType {
 			case registry.ActionDeleted:
-				delete(m, in.ID())
 				if had {
-					changed = append(changed, in)
+					delete(m, in.ID())
+					changed = append(changed, old.Instance, in)
 				}
 			default: // ADDED, MODIFIED (and none: as MODIFIED)
 				m[in.ID()] = v
-				changed = append(changed, in)
+				switch {
+				case !had:
+					changed = append(changed, in)
+				case !reflect.DeepEqual(old.Instance, in):
+					changed = append(changed, old.Instance, in)
+				}
 			}
 		}
 	}
@@ -458,6 +450,9 @@ func diff(prev, next *registry.Applications) []*registry.Instance {
 		}
 	}
 	var out []*registry.Instance
+	if next == nil {
+		next = &registry.Applications{}
+	}
 	for i := range next.Apps {
 		for _, v := range next.Apps[i].Instances {
 			k := [2]string{next.Apps[i].Name, v.Instance.ID()}
