@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -184,4 +185,25 @@ func (s *Server) remoteInstance(app, id string) (registry.LeaseView, bool) {
 		return s.regions.Set.Instance(strings.ToUpper(app), id)
 	}
 	return s.regions.Set.InstanceByID(id)
+}
+
+// regionViews are the dashboard's rows of the remote regions.
+func regionViews(rg Regions, now time.Time) []regionView {
+	var out []regionView
+	for _, st := range rg.Set.Statuses() {
+		v := regionView{Name: st.Name, URL: st.URL, Apps: st.Apps, Instances: st.Instances, LastSuccess: "never", LastError: st.LastError}
+		switch {
+		case !st.Ready:
+			v.State = "never answered"
+		case st.LastError != "":
+			v.State = "failing (last copy served)"
+		default:
+			v.State, v.Healthy = "fetching", true
+		}
+		if !st.LastSuccess.IsZero() {
+			v.LastSuccess = st.LastSuccess.Format(leaseTimeFormat) + " (" + formatAgo(now.Sub(st.LastSuccess)) + " ago)"
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,5 +164,31 @@ func TestDisabledFallbackServesLocalOnly(t *testing.T) {
 	}
 	if n != 5 {
 		t.Fatalf("?regions=west with fallback disabled: %d instances, want 5", n)
+	}
+}
+
+func TestDashboardShowsRemoteRegions(t *testing.T) {
+	f, set := regionFixture(t, false)
+	f.srv.MountDashboard("", DashboardSourceFunc(func() DashboardData { return DashboardData{Now: f.clock.Now()} }))
+	page := f.do(t, "GET", "/", "", nil).Body.String()
+	if !strings.Contains(page, `id="remoteRegions"`) || !strings.Contains(page, "never answered") {
+		t.Fatalf("dashboard before the first fetch lacks the region row:\n%s", page)
+	}
+	if err := set.Remotes()[0].FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(5 * time.Second)
+	var live struct {
+		RemoteRegions []regionView `json:"remoteRegions"`
+	}
+	if err := json.Unmarshal(f.do(t, "GET", "/goreka/api/dashboard", "", nil).Body.Bytes(), &live); err != nil {
+		t.Fatal(err)
+	}
+	if len(live.RemoteRegions) != 1 {
+		t.Fatalf("remoteRegions = %+v", live.RemoteRegions)
+	}
+	r := live.RemoteRegions[0]
+	if r.Name != "west" || r.State != "fetching" || !r.Healthy || r.Apps != 2 || r.Instances != 3 || !strings.Contains(r.LastSuccess, "5s ago") {
+		t.Fatalf("remote region row %+v", r)
 	}
 }
