@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
@@ -330,4 +332,48 @@ func TestParseRegionsAndHash(t *testing.T) {
 	if got := hashOf(counts); got != "DOWN_2_OUT_OF_SERVICE_1_UP_10_" {
 		t.Fatalf("round trip %q", got)
 	}
+}
+
+func TestCollector(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	f.register(t, "WEB", "w1", "web")
+	r := newRemote(t, f, clk, nil)
+	s := NewSet([]*Remote{r}, nil)
+	clk.Advance(7 * time.Second)
+	want := func(name string, v float64) {
+		t.Helper()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(s.Collector())
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			m := mf.GetMetric()[0]
+			val := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			if val != v {
+				t.Fatalf("%s = %v, want %v", name, val, v)
+			}
+			return
+		}
+		t.Fatalf("%s not collected", name)
+	}
+	want("goreka_remote_region_staleness_seconds", 7) // since start: never fetched
+	want("goreka_remote_region_ready", 0)
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	want("goreka_remote_region_staleness_seconds", 3)
+	want("goreka_remote_region_instances", 1)
+	want("goreka_remote_region_ready", 1)
+	f.set(http.StatusServiceUnavailable, false)
+	_ = r.FetchOnce(t.Context())
+	clk.Advance(2 * time.Second)
+	want("goreka_remote_region_fetch_failures_total", 1)
+	want("goreka_remote_region_staleness_seconds", 5)
 }
