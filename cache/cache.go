@@ -38,6 +38,11 @@ type Key struct {
 	Name    string
 	JSON    bool
 	Compact bool
+	// Regions is the remote regions a registry read asked for (?regions=,
+	// as the server normalised it); "" for none. Only AllApps and
+	// AllAppsDelta carry regions (Eureka's Key.hasRegions); Invalidate drops
+	// their region variants with them.
+	Regions string
 }
 
 // String is the key's form in the readWrite tier: fixed-width prefix, then the name.
@@ -57,6 +62,10 @@ func (k Key) String() string {
 	}
 	b.WriteByte(':')
 	b.WriteString(k.Name)
+	if k.Regions != "" {
+		b.WriteByte('|')
+		b.WriteString(k.Regions)
+	}
 	return b.String()
 }
 
@@ -134,10 +143,15 @@ type Cache struct {
 	mu       sync.Mutex
 	inflight map[Key]*call    // loads under way, one per key (hand-written singleflight)
 	dirty    map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
-	wake     chan struct{}    // size 1: coalesces rebuild requests
-	gap      atomic.Int64     // current coalescing gap, ns
-	lastDur  atomic.Int64     // duration of the last rebuild, ns
-	stats    counters
+	// regions holds every Key.Regions a Get asked for, so that Invalidate
+	// drops the region variants of AllApps and AllAppsDelta too (Eureka's
+	// regionSpecificKeys, Netflix/eureka#118). The server bounds its values
+	// (subsets of the configured regions).
+	regions map[string]struct{}
+	wake    chan struct{} // size 1: coalesces rebuild requests
+	gap     atomic.Int64  // current coalescing gap, ns
+	lastDur atomic.Int64  // duration of the last rebuild, ns
+	stats   counters
 }
 
 // rwEntry is what the readWrite tier stores.
@@ -222,6 +236,9 @@ func NewStreaming(cfg Config, load StreamLoader) *Cache {
 // The returned Value is shared and must not be modified. A loader error is returned as is and
 // nothing is cached.
 func (c *Cache) Get(k Key) (*Value, error) {
+	if k.Regions != "" {
+		c.noteRegions(k.Regions)
+	}
 	if c.cfg.UseReadOnly {
 		if v, ok := c.ro.get(k); ok {
 			c.stats.roHits.Add(1) // one atomic add: the only shared write on the hot path
@@ -229,6 +246,18 @@ func (c *Cache) Get(k Key) (*Value, error) {
 		}
 	}
 	return c.getRW(k, c.cfg.UseReadOnly)
+}
+
+// noteRegions remembers a Key.Regions value for Invalidate.
+func (c *Cache) noteRegions(r string) {
+	c.mu.Lock()
+	if _, ok := c.regions[r]; !ok {
+		if c.regions == nil {
+			c.regions = map[string]struct{}{}
+		}
+		c.regions[r] = struct{}{}
+	}
+	c.mu.Unlock()
 }
 
 // getRW reads the readWrite tier, loading on a miss. With promote, the value is also put in
@@ -353,6 +382,16 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 	}
 	add(Application, AllApps)
 	add(Application, AllAppsDelta)
+	c.mu.Lock()
+	for r := range c.regions {
+		for _, json := range [2]bool{false, true} {
+			for _, compact := range [2]bool{false, true} {
+				keys = append(keys, Key{Entity: Application, Name: AllApps, JSON: json, Compact: compact, Regions: r},
+					Key{Entity: Application, Name: AllAppsDelta, JSON: json, Compact: compact, Regions: r})
+			}
+		}
+	}
+	c.mu.Unlock()
 	addAddr := func(e Entity, addr string) {
 		if addr == "" {
 			return

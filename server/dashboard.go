@@ -222,6 +222,20 @@ type pageView struct {
 	Revision int64
 
 	Registered, Cancelled []lastNRow
+	// Regions are the remote regions (regions.go), nil when none.
+	Regions []regionView
+}
+
+// regionView is one remote region's row.
+type regionView struct {
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	State       string `json:"state"` // "fetching", "failing (last copy served)", "never answered"
+	Healthy     bool   `json:"healthy"`
+	LastSuccess string `json:"lastSuccess"`
+	Apps        int    `json:"applications"`
+	Instances   int    `json:"instances"`
+	LastError   string `json:"lastError"`
 }
 
 type peerView struct {
@@ -317,6 +331,7 @@ func (d *dashboard) view(withApps bool) pageView {
 	v.General = append(slices.Clone(data.GeneralInfo),
 		ReplicaStats(data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas)...)
 	v.Chart = newChart(data.RenewsHistory, data.RenewsThreshold)
+	v.Regions = regionViews(d.s.regions, data.Now)
 	if withApps {
 		all := d.s.reg.Applications()
 		v.Revision = all.Revision
@@ -530,6 +545,7 @@ type dashboardJSON struct {
 	Lifecycle          []DashboardCount     `json:"lifecycle,omitempty"`
 	LifecycleInstances []DashboardLifecycle `json:"lifecycleInstances,omitempty"`
 	LifecycleMore      int                  `json:"lifecycleMore,omitempty"`
+	RemoteRegions      []regionView         `json:"remoteRegions,omitempty"`
 }
 
 type replicaJSON struct {
@@ -554,6 +570,7 @@ func (v pageView) JSON() dashboardJSON {
 		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances, Revision: v.Revision,
 	}
 	j.HealthAlert, j.Lifecycle, j.LifecycleInstances, j.LifecycleMore = d.HealthAlert, d.Lifecycle, d.LifecycleInstances, d.LifecycleMore
+	j.RemoteRegions = v.Regions
 	if j.Peers == nil {
 		j.Peers = []peerView{}
 	}

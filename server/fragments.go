@@ -49,6 +49,19 @@ const (
 type chunk struct {
 	apps  []registry.AppOutline // names, revisions and sizes: equal means same content
 	first bool                  // holds the document's first application
+	// mixed: an application of the chunk has remote-region instances merged
+	// in (transparent fallback), so its bytes depend on the regions' copies;
+	// such a chunk is never reused.
+	mixed bool
+	seg   *cache.Segment
+}
+
+// remotePart is the kept segment of the applications only remote regions
+// hold, and what it was made from.
+type remotePart struct {
+	from  []*registry.Applications // the regions' copies
+	only  []string                 // the applications it holds
+	first bool
 	seg   *cache.Segment
 }
 
@@ -56,6 +69,7 @@ type chunk struct {
 type docParts struct {
 	mu     sync.Mutex
 	chunks map[string]*chunk // by the name of the chunk's first application
+	remote *remotePart
 }
 
 // fragments builds the full and delta documents of every variant from
@@ -74,7 +88,13 @@ func newFragments(reg *registry.Registry, codecs compat.Codecs) *fragments {
 
 // write writes the document to w, reusing and refreshing the variant's
 // chunks.
-func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, compact bool) error {
+//
+// ov, when not empty, is merged in (the full registry while transparent
+// fallback is on): its instances of local applications go into their
+// chunks, which are then never kept, and the applications only the regions
+// hold follow the local chunks in one segment of their own, rebuilt when a
+// region's copy changes. The hash covers both.
+func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, compact bool, ov *regionOverlay) error {
 	d := &fr.docs[b2i(delta)][b2i(f == compat.JSON)][b2i(compact)]
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -88,7 +108,16 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 		want := make([]bool, len(apps))
 		for i, r := range ranges {
 			part := apps[r[0]:r[1]]
-			if c := d.chunks[part[0].Name]; c != nil && c.first == (r[0] == 0) &&
+			mixed := false
+			if ov != nil {
+				for _, a := range part {
+					if len(ov.ByApp[a.Name]) > 0 {
+						mixed = true
+						break
+					}
+				}
+			}
+			if c := d.chunks[part[0].Name]; c != nil && !mixed && !c.mixed && c.first == (r[0] == 0) &&
 				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < refreshAge(reuse, part[0].Name) {
 				kept[i] = c
 				continue
@@ -106,6 +135,9 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 		o = fr.reg.OutlineApplications(pick)
 	}
 	header := &registry.Applications{VersionDelta: o.VersionDelta, HashCode: o.HashCode}
+	if ov != nil {
+		header.HashCode = ov.Hash(o.HashCode)
+	}
 	next := make(map[string]*chunk, len(ranges))
 	var buf []byte
 	if _, err := w.Write(fr.codecs.AppendHead(buf, f, compact, header)); err != nil {
@@ -115,13 +147,19 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 		c := kept[i]
 		if c == nil {
 			buf = buf[:0]
+			mixed := false
 			for j := r[0]; j < r[1]; j++ {
-				buf = fr.codecs.AppendAppFragment(buf, f, compact, &o.Views[j], j == 0)
+				view := &o.Views[j]
+				if ov != nil && len(ov.ByApp[view.Name]) > 0 {
+					merged := ov.MergeApp(*view)
+					view, mixed = &merged, true
+				}
+				buf = fr.codecs.AppendAppFragment(buf, f, compact, view, j == 0)
 			}
 			for j := r[0]; j < r[1]; j++ {
 				fr.encoded.Add(int64(len(o.Views[j].Instances)))
 			}
-			c = &chunk{apps: slices.Clone(o.Apps[r[0]:r[1]]), first: r[0] == 0, seg: cache.NewSegment(buf, now)}
+			c = &chunk{apps: slices.Clone(o.Apps[r[0]:r[1]]), first: r[0] == 0, mixed: mixed, seg: cache.NewSegment(buf, now)}
 		}
 		next[c.apps[0].Name] = c
 		if err := w.WriteSegment(c.seg); err != nil {
@@ -129,8 +167,48 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 		}
 	}
 	d.chunks = next
+	if ov != nil {
+		if err := fr.writeRemoteOnly(w, d, f, compact, ov, o, now, reuse); err != nil {
+			return err
+		}
+	} else {
+		d.remote = nil
+	}
 	_, err := w.Write(fr.codecs.AppendTail(buf[:0], f, compact, header))
 	return err
+}
+
+// writeRemoteOnly writes the applications only the remote regions hold,
+// from the kept segment while the regions' copies are the same.
+func (fr *fragments) writeRemoteOnly(w cache.SegmentWriter, d *docParts, f compat.Format, compact bool, ov *regionOverlay, o *registry.Outline, now time.Time, reuse time.Duration) error {
+	local := make(map[string]bool, len(o.Apps))
+	for _, a := range o.Apps {
+		local[a.Name] = true
+	}
+	var only []string
+	for _, n := range ov.Names {
+		if !local[n] {
+			only = append(only, n)
+		}
+	}
+	if len(only) == 0 {
+		return nil
+	}
+	first := len(o.Apps) == 0
+	// The segment depends on which applications are local too: key it by
+	// the remote-only names as well as the copies.
+	p := d.remote
+	if p == nil || p.first != first || !slices.Equal(p.from, ov.from) || now.Sub(p.seg.Built) >= reuse || !slices.Equal(p.names(), only) {
+		var buf []byte
+		for i, n := range only {
+			app := ov.MergeApp(registry.Application{Name: n})
+			buf = fr.codecs.AppendAppFragment(buf, f, compact, &app, first && i == 0)
+		}
+		p = &remotePart{from: ov.from, first: first, seg: cache.NewSegment(buf, now)}
+		p.only = only
+		d.remote = p
+	}
+	return w.WriteSegment(p.seg)
 }
 
 // refreshAge is the age at which a chunk is encoded again for fresh renewal
@@ -167,7 +245,7 @@ func b2i(b bool) int {
 // is the cache's writer, else encoded whole.
 func (fr *fragments) writeDocument(w io.Writer, delta bool, f compat.Format, compact bool) error {
 	if sw, ok := w.(cache.SegmentWriter); ok {
-		return fr.write(sw, delta, f, compact)
+		return fr.write(sw, delta, f, compact, nil)
 	}
 	apps := fr.reg.Applications()
 	if delta {
@@ -175,3 +253,5 @@ func (fr *fragments) writeDocument(w io.Writer, delta bool, f compat.Format, com
 	}
 	return fr.codecs.WriteApplications(w, f, compact, apps)
 }
+
+func (p *remotePart) names() []string { return p.only }

@@ -27,7 +27,10 @@ func NewLoader(reg *registry.Registry) cache.StreamLoader {
 // The full registry and the delta are written from kept per-chunk segments,
 // re-encoding only the applications that changed (see fragments.go).
 func NewCodecLoader(reg *registry.Registry, codecs compat.Codecs) cache.StreamLoader {
-	fr := newFragments(reg, codecs)
+	return newCodecLoader(reg, codecs, newFragments(reg, codecs))
+}
+
+func newCodecLoader(reg *registry.Registry, codecs compat.Codecs, fr *fragments) cache.StreamLoader {
 	return func(k cache.Key, w io.Writer) (bool, error) {
 		f := compat.XML
 		if k.JSON {
@@ -63,9 +66,14 @@ func (s *Server) allowed(c *gin.Context) bool {
 // compact on X-Eureka-Accept: compact, gzip bytes when the client accepts
 // gzip, 304 on a matching If-None-Match.
 func (s *Server) serveCached(c *gin.Context, e cache.Entity, name string) {
+	s.serveCachedRegions(c, e, name, "")
+}
+
+// serveCachedRegions is serveCached of a key with regions (cache.Key.Regions).
+func (s *Server) serveCachedRegions(c *gin.Context, e cache.Entity, name, regions string) {
 	r := c.Request
 	f := compat.FormatFromAccept(r.Header.Get("Accept"))
-	k := cache.Key{Entity: e, Name: name, JSON: f == compat.JSON, Compact: compat.CompactFromHeader(r.Header.Get("X-Eureka-Accept"))}
+	k := cache.Key{Entity: e, Name: name, JSON: f == compat.JSON, Compact: compat.CompactFromHeader(r.Header.Get("X-Eureka-Accept")), Regions: regions}
 	v, err := s.cache.Get(k)
 	if err != nil {
 		s.log.Error("encoding registry response", "key", k.String(), "err", err)
@@ -107,9 +115,15 @@ func (s *Server) serveCached(c *gin.Context, e cache.Entity, name string) {
 func acceptsGzip(ae string) bool { return strings.Contains(ae, "gzip") }
 
 func (s *Server) getApps(c *gin.Context) {
-	if s.allowed(c) {
-		s.serveCached(c, cache.Application, cache.AllApps)
+	regions, asked := s.regionsParam(c)
+	if !s.allowed(c) {
+		return
 	}
+	if asked && !s.regionsReady() {
+		c.Status(http.StatusForbidden)
+		return
+	}
+	s.serveCachedRegions(c, cache.Application, cache.AllApps, regions)
 }
 
 func (s *Server) getDelta(c *gin.Context) {
@@ -117,9 +131,15 @@ func (s *Server) getDelta(c *gin.Context) {
 		c.Status(http.StatusForbidden)
 		return
 	}
-	if s.allowed(c) {
-		s.serveCached(c, cache.Application, cache.AllAppsDelta)
+	regions, asked := s.regionsParam(c)
+	if !s.allowed(c) {
+		return
 	}
+	if asked && !s.regionsReady() {
+		c.Status(http.StatusForbidden)
+		return
+	}
+	s.serveCachedRegions(c, cache.Application, cache.AllAppsDelta, regions)
 }
 
 func (s *Server) getApp(c *gin.Context) {
@@ -157,8 +177,10 @@ func (s *Server) writeInstance(c *gin.Context, status int, v registry.LeaseView)
 func (s *Server) getInstance(c *gin.Context) {
 	v, ok := s.reg.Get(c.Param("app"), c.Param("id"))
 	if !ok || !s.visible(v) {
-		c.Status(http.StatusNotFound)
-		return
+		if v, ok = s.remoteInstance(c.Param("app"), c.Param("id")); !ok {
+			c.Status(http.StatusNotFound)
+			return
+		}
 	}
 	s.writeInstance(c, http.StatusOK, v)
 }
@@ -166,8 +188,10 @@ func (s *Server) getInstance(c *gin.Context) {
 func (s *Server) getInstanceByID(c *gin.Context) {
 	v, ok := s.reg.GetByID(c.Param("id"))
 	if !ok || !s.visible(v) {
-		c.Status(http.StatusNotFound)
-		return
+		if v, ok = s.remoteInstance("", c.Param("id")); !ok {
+			c.Status(http.StatusNotFound)
+			return
+		}
 	}
 	s.writeInstance(c, http.StatusOK, v)
 }

@@ -55,6 +55,9 @@ type Deps struct {
 	Status StatusSource
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Regions are the remote regions merged into reads; the zero value has
+	// none. Cache must be built with NewRegionLoader over the same Regions.
+	Regions Regions
 }
 
 // Server is the Eureka REST API.
@@ -73,6 +76,8 @@ type Server struct {
 	limiter *rateLimiter
 	// fetchLimit is goreka.fetch-limit.* (FetchLimitConfig); nil when off.
 	fetchLimit *fetchLimiter
+	// regions are the remote regions (regions.go).
+	regions Regions
 }
 
 // New builds a Server and its routes.
@@ -83,7 +88,7 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxBatchBodyBytes <= 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
-	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now}
+	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, regions: d.Regions}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,9 +48,15 @@ func TestCaptureStock(t *testing.T) {
 					}
 					built[tg.line] = true
 				}
-				base = startStock(t, dir, tg.line, tg.args)
+				args := tg.args
+				if tg.regions {
+					args = append(slices.Clone(args), stockRemoteArgs(stockRemote(t).URL+"/eureka/")...)
+				}
+				base = startStock(t, dir, tg.line, args)
+			} else if tg.regions {
+				t.Skip("GOREKA_STOCK_URL: the regions target needs its own remote region")
 			}
-			captureStock(t, base, filepath.Join("..", "testdata", "stock", tg.dir))
+			captureStock(t, base, filepath.Join("..", "testdata", "stock", tg.dir), tg.regions)
 		})
 	}
 }
@@ -93,7 +100,7 @@ func startStock(t *testing.T, dir, line string, args []string) string {
 	}
 }
 
-func captureStock(t *testing.T, base, out string) {
+func captureStock(t *testing.T, base, out string, regions bool) {
 	t.Helper()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -117,6 +124,9 @@ func captureStock(t *testing.T, base, out string) {
 	// compat/stock-server's configuration.
 	time.Sleep(2500 * time.Millisecond)
 	fetch(stockReads)
+	if regions {
+		fetch(stockRegionReads)
+	}
 }
 
 func stockDo(t *testing.T, base, method, path, body string, hdr map[string]string) (int, http.Header, []byte) {

@@ -22,8 +22,14 @@ func TestStockFidelity(t *testing.T) {
 	for _, tg := range stockTargets {
 		t.Run(tg.dir, func(t *testing.T) {
 			f := newStockFixture(t, tg.codecs)
+			if tg.regions {
+				f = newStockRegionFixture(t, tg.codecs, stockRemote(t).URL+"/eureka/")
+			}
 			used := make([]bool, len(tg.deliberate))
 			ran, total := 0, len(stockFetches(stockEmptyReads))+len(stockFetches(stockReads))
+			if tg.regions {
+				total += len(stockFetches(stockRegionReads))
+			}
 			defer func() {
 				for i, u := range used {
 					// Only a full run can tell that an entry is stale.
@@ -65,6 +71,9 @@ func TestStockFidelity(t *testing.T) {
 				f.clock.Advance(time.Second)
 			}
 			compare(stockReads)
+			if tg.regions {
+				compare(stockRegionReads)
+			}
 		})
 	}
 }

@@ -129,6 +129,9 @@ type stockTarget struct {
 	// deliberate lists where goreka writes other bytes on purpose: each
 	// is applied to the captured answer before the comparison.
 	deliberate []stockDeliberate
+	// regions: the server has the remote region of stock_regions_test.go
+	// (stockRemote), and stockRegionReads are fetched last.
+	regions bool
 }
 
 // stockDeliberate replaces old by new in the captured answers of files
@@ -167,6 +170,7 @@ var stockTargets = []stockTarget{
 	{dir: "eureka-2.0.6", line: "5", deliberate: eureka206Deliberate},
 	{dir: "eureka-2.0.6-jackson", line: "5", args: jacksonArgs, codecs: jacksonCodecs,
 		deliberate: append(slices.Clone(jacksonDeliberate), eureka206Deliberate...)},
+	{dir: "eureka-2.0.4-regions", line: "4", regions: true},
 }
 
 // stockTimestamp matches the values of the timestamp fields, which are the

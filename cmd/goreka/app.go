@@ -17,6 +17,7 @@ import (
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -35,6 +36,7 @@ type app struct {
 
 	reg     *registry.Registry
 	cache   *cache.Cache
+	regions server.Regions // eureka.server.remote-region-*
 	evictor *eviction.Evictor
 	health  *health.Monitor
 	repl    *replication.Replicator
@@ -96,8 +98,12 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
 
-	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewCodecLoader(a.reg, codecs(cfg)))
+	if a.regions, err = remoteRegions(cfg, now, log, a.onRegionChange); err != nil {
+		return nil, err
+	}
+	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewRegionLoader(a.reg, codecs(cfg), a.regions))
 	a.srv = server.New(serverConfig(cfg), server.Deps{
+		Regions:  a.regions,
 		Registry: a.reg,
 		Cache:    a.cache,
 		Gate:     a.evictor,
@@ -120,6 +126,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 
 	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
 	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector(), a.srv.RateLimitCollector(), a.srv.FetchLimitCollector())
+	if a.regions.Set.Len() > 0 {
+		a.metrics.MustRegister(a.regions.Set.Collector())
+	}
 	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
@@ -250,6 +259,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { a.runLoop(ctx, "snapshot", a.snap.Run) })
 	}
 	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
+	if a.regions.Set.Len() > 0 {
+		wg.Go(func() { a.runLoop(ctx, "remote regions", a.regions.Set.Run) })
+	}
 	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, "health", a.health.Run) })
 	// Replication gets its own context: at shutdown its senders stop first,
@@ -365,5 +377,17 @@ func (a *app) syncUp(ctx context.Context) int {
 func (a *app) runLoop(ctx context.Context, name string, f func(context.Context) error) {
 	if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		a.log.Error("background loop stopped", "loop", name, "err", err)
+	}
+}
+
+// onRegionChange drops the cached reads a remote region's new copy changes:
+// those of every changed instance's application and VIPs, and the registry
+// documents with their region variants.
+func (a *app) onRegionChange(ch region.Change) {
+	for _, in := range ch.Instances {
+		a.cache.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
+	}
+	if ch.Delta || len(ch.Instances) == 0 {
+		a.cache.Invalidate("", "", "")
 	}
 }

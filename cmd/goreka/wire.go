@@ -13,6 +13,7 @@ import (
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -259,4 +260,31 @@ func authUsers(us []config.User) []server.UserConfig {
 		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps}
 	}
 	return out
+}
+
+// remoteRegions maps eureka.server.remote-region-* to one region.Remote per
+// region of remote-region-urls-with-name. onChange is called after a
+// region's copy changed (a.cache is set by then: fetches start in run).
+func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change)) (server.Regions, error) {
+	rr := cfg.EurekaServer.RemoteRegions
+	out := server.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
+	if len(rr.URLsWithName) == 0 {
+		return out, nil
+	}
+	var remotes []*region.Remote
+	for name, u := range rr.URLsWithName {
+		r, err := region.New(region.Config{
+			Name: name, URL: u, FetchInterval: rr.FetchInterval,
+			ConnectTimeout: rr.ConnectTimeout, ReadTimeout: rr.ReadTimeout,
+			DisableDelta: rr.DisableDelta, GZip: rr.GZip,
+			UserAgent: "goreka-remote-region/dev",
+			Now:       now, Logger: log, OnChange: onChange,
+		})
+		if err != nil {
+			return out, err
+		}
+		remotes = append(remotes, r)
+	}
+	out.Set = region.NewSet(remotes, rr.AppWhitelist)
+	return out, nil
 }

@@ -65,6 +65,11 @@ func (p *countingProxy) record(r *http.Request, status int) {
 	defer p.mu.Unlock()
 	p.counts[op]++
 	p.counts[fmt.Sprintf("%s %d", op, status)]++
+	if rg := r.URL.Query().Get("regions"); rg != "" {
+		// Remote-region fetches (eureka.client.fetch-remote-regions-registry) are also counted as such.
+		p.counts[op+" regions="+rg]++
+		p.counts[fmt.Sprintf("%s regions=%s %d", op, rg, status)]++
+	}
 	if r.Header.Get("Authorization") != "" {
 		p.auth++
 	}

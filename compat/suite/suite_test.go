@@ -114,14 +114,15 @@ func TestCompat(t *testing.T) {
 	// Two stock references: SCN 4.3.0 (eureka 2.0.4, "stock") and the newest line SCN 5.0.x (eureka 2.0.6,
 	// "stock5"); "both" is the references and goreka.
 	targetNames := map[string][]string{"goreka": {"goreka"}, "stock": {"stock"}, "stock5": {"stock5"},
-		"stocks": {"stock", "stock5"}, "both": {"stock", "stock5", "goreka"}}
+		"stocks": {"stock", "stock5"}, "both": {"stock", "stock5", "goreka"},
+		"none": nil} // only the runs asked for by COMPAT_MIXED, COMPAT_RATELIMIT, COMPAT_REGIONS
 	tn := os.Getenv("COMPAT_TARGET")
 	if tn == "" {
 		tn = "both" // CI proves the suite against the reference too
 	}
 	names, ok := targetNames[tn]
 	if !ok {
-		t.Fatalf("COMPAT_TARGET=%q: want goreka, stock, stock5, stocks or both", tn)
+		t.Fatalf("COMPAT_TARGET=%q: want goreka, stock, stock5, stocks, both or none", tn)
 	}
 
 	clients, err := s.clientList()
@@ -176,6 +177,21 @@ func TestCompat(t *testing.T) {
 				if r.outcome == fail {
 					failed = true
 				}
+			}
+		}
+	}
+	if mixed || os.Getenv("COMPAT_REGIONS") == "1" {
+		res := s.runRegions(t, clients, buildErr, "stock")
+		label := "stock"
+		if st := s.targets["stock"]; st != nil {
+			label = st.label
+		}
+		table := renderRegions(label, res)
+		fmt.Println(table)
+		md.WriteString(table + "\n")
+		for _, r := range res {
+			if r.outcome == fail {
+				failed = true
 			}
 		}
 	}

@@ -144,6 +144,20 @@ type EurekaServerConfig struct {
 	RateLimiterFullFetchAverageRate         int
 	JSONCodecName                           string // eureka.server.json-codec-name, validated by compat.ParseJSONCodec
 	XMLCodecName                            string // eureka.server.xml-codec-name, validated by compat.ParseXMLCodec
+	RemoteRegions                           RemoteRegionsConfig
+}
+
+// RemoteRegionsConfig holds eureka.server.remote-region-* and
+// disable-transparent-fallback-to-other-region.
+type RemoteRegionsConfig struct {
+	URLsWithName                map[string]string   // remote-region-urls-with-name.<region> (region lower case)
+	URLs                        []string            // remote-region-urls (Eureka reads it nowhere; validated only)
+	AppWhitelist                map[string][]string // remote-region-app-whitelist.<region|global>
+	FetchInterval               time.Duration       // remote-region-registry-fetch-interval (s)
+	DisableDelta                bool                // disable-delta-for-remote-regions
+	GZip                        bool                // g-zip-content-from-remote-region
+	ConnectTimeout, ReadTimeout time.Duration       // remote-region-connect-timeout-ms, -read-timeout-ms
+	DisableTransparentFallback  bool                // disable-transparent-fallback-to-other-region
 }
 
 // DashboardConfig holds eureka.dashboard.*.

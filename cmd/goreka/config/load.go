@@ -253,6 +253,23 @@ func bind(st *stack, errs *[]error, warns *[]string) *Config {
 		c.Instance.Metadata[k] = e.value
 		return nil
 	})
+	c.EurekaServer.RemoteRegions.URLsWithName = map[string]string{}
+	c.EurekaServer.RemoteRegions.AppWhitelist = map[string][]string{}
+	eachMapEntry(st, c, "eureka.server.remote-region-urls-with-name", errs, func(k string, e entry) error {
+		if err := checkURL(e.value); err != nil {
+			return err
+		}
+		u := e.value
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		c.EurekaServer.RemoteRegions.URLsWithName[strings.ToLower(k)] = u
+		return nil
+	})
+	eachMapEntry(st, c, "eureka.server.remote-region-app-whitelist", errs, func(k string, e entry) error {
+		c.EurekaServer.RemoteRegions.AppWhitelist[strings.ToLower(k)] = splitList(e.value)
+		return nil
+	})
 	bindStatic(st, c, errs)
 	return c
 }

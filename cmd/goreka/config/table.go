@@ -52,6 +52,10 @@ var mapProps = []mapProp{
 		"Peer URLs per zone, comma-separated; each gets a trailing /. Spring needs the key defaultZone in camelCase; goreka also takes default-zone and EUREKA_CLIENT_SERVICEURL_DEFAULTZONE."},
 	{"eureka.client.availability-zones", "(none: the region has the single zone defaultZone)",
 		"Zones of a region, comma-separated (key = region). The own zone (metadata-map.zone, else the first) comes first in the peer list."},
+	{"eureka.server.remote-region-urls-with-name", "(none)",
+		"Remote regions: region name (key, lower case) -> the region's Eureka base URL (http://host:port/eureka/). Each is fetched every remote-region-registry-fetch-interval and merged into reads that ask for it (?regions=) and, unless disable-transparent-fallback-to-other-region, into plain reads (README \"Remote regions\")."},
+	{"eureka.server.remote-region-app-whitelist", "(none: every application)",
+		"Applications (comma-separated, exact upper-case names) that may come from a region (key = region name, or global for regions without a list of their own)."},
 	{"eureka.instance.metadata-map", "(empty)",
 		"Metadata of this server's own instance; the key zone selects its availability zone."},
 }
@@ -106,6 +110,13 @@ var properties = []property{
 	{name: "eureka.server.eviction-interval-timer-in-ms", def: "60000", doc: "How often expired leases are evicted.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.EvictionInterval }, 1)},
 	{name: "eureka.server.retention-time-in-m-s-in-delta-queue", def: "180000", doc: "How long a change stays in the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RetentionTimeInDeltaQueue }, 1)},
 	{name: "eureka.server.delta-retention-timer-interval-in-ms", def: "30000", doc: "How often old changes are dropped from the delta.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.DeltaRetentionTimerInterval }, 1)},
+	{name: "eureka.server.remote-region-urls", def: "", doc: "Remote region URLs, comma-separated. Like Eureka, goreka reads them nowhere (regions come from remote-region-urls-with-name); they are only checked to be URLs.", set: urlListField(func(c *Config) *[]string { return &c.EurekaServer.RemoteRegions.URLs })},
+	{name: "eureka.server.remote-region-registry-fetch-interval", def: "30", doc: "Seconds between two fetches of a remote region's registry (delta, or full when needed); a fetch that takes longer is abandoned.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.RemoteRegions.FetchInterval }, 1)},
+	{name: "eureka.server.disable-delta-for-remote-regions", def: "false", doc: "Fetch remote regions' full registries every time instead of deltas.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.RemoteRegions.DisableDelta })},
+	{name: "eureka.server.g-zip-content-from-remote-region", def: "true", doc: "Ask remote regions for gzip bodies.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.RemoteRegions.GZip })},
+	{name: "eureka.server.remote-region-connect-timeout-ms", def: "1000", doc: "Connect timeout of remote region fetches.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RemoteRegions.ConnectTimeout }, 1)},
+	{name: "eureka.server.remote-region-read-timeout-ms", def: "1000", doc: "Read timeout of remote region fetches: the longest wait for the headers or the next bytes of the body.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.RemoteRegions.ReadTimeout }, 1)},
+	{name: "eureka.server.disable-transparent-fallback-to-other-region", def: "false", doc: "Plain reads (no ?regions=) serve the local registry only. While false (Eureka's default), plain GET apps merges every remote region in and single-application, VIP and delta reads fall back to them.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.RemoteRegions.DisableTransparentFallback })},
 	{name: "eureka.server.disable-delta", def: "false", doc: "Answer 403 to GET apps/delta.", set: boolField(func(c *Config) *bool { return &c.EurekaServer.DisableDelta })},
 	{name: "eureka.server.response-cache-auto-expiration-in-seconds", def: "180", doc: "Lifetime of an entry in the read-write response cache.", set: secondsField(func(c *Config) *time.Duration { return &c.EurekaServer.ResponseCacheAutoExpiration }, 1)},
 	{name: "eureka.server.response-cache-update-interval-ms", def: "30000", doc: "Refresh period of the read-only cache. goreka refreshes on change (goreka.cache.refresh-on-change) and keeps this timer only when you set it.", set: millisField(func(c *Config) *time.Duration { return &c.EurekaServer.ResponseCacheUpdateInterval }, 1)},
@@ -192,14 +203,11 @@ var ignored = []ignoredProp{
 	{name: "eureka.server.max-threads-for-status-replication"}, {name: "eureka.server.max-elements-in-status-replication-pool"},
 	{name: "eureka.server.max-idle-thread-age-in-minutes-for-peer-replication"}, {name: "eureka.server.min-threads-for-peer-replication"},
 	{name: "eureka.server.max-threads-for-peer-replication", note: "goreka sends one batch at a time per peer"},
-	{name: "eureka.server.prime-aws-replica-connections"}, {name: "eureka.server.disable-delta-for-remote-regions"},
-	{name: "eureka.server.remote-region-connect-timeout-ms"}, {name: "eureka.server.remote-region-read-timeout-ms"},
+	{name: "eureka.server.prime-aws-replica-connections"},
 	{name: "eureka.server.remote-region-total-connections"}, {name: "eureka.server.remote-region-total-connections-per-host"},
-	{name: "eureka.server.remote-region-connection-idle-timeout-seconds"}, {name: "eureka.server.g-zip-content-from-remote-region"},
-	{name: "eureka.server.remote-region-urls-with-name"}, {name: "eureka.server.remote-region-urls"}, {name: "eureka.server.remote-region-app-whitelist"},
-	{name: "eureka.server.remote-region-registry-fetch-interval"}, {name: "eureka.server.remote-region-fetch-thread-pool-size"},
-	{name: "eureka.server.remote-region-trust-store"}, {name: "eureka.server.remote-region-trust-store-password"},
-	{name: "eureka.server.disable-transparent-fallback-to-other-region"},
+	{name: "eureka.server.remote-region-connection-idle-timeout-seconds"},
+	{name: "eureka.server.remote-region-fetch-thread-pool-size", note: "goreka runs one fetch loop per remote region"},
+	{name: "eureka.server.remote-region-trust-store", note: "goreka uses the system's CAs for https remote regions"}, {name: "eureka.server.remote-region-trust-store-password"},
 	{name: "eureka.server.batch-replication", note: "goreka always replicates in batches"},
 	{name: "eureka.server.log-identity-headers"}, {name: "eureka.server.list-auto-scaling-groups-role-name"},
 	{name: "eureka.server.route53-bind-rebind-retries"}, {name: "eureka.server.route53-binding-retry-interval-ms"},
@@ -563,6 +571,21 @@ func hostPortField(f func(*Config) *string) setter {
 			}
 		}
 		*f(c) = v
+		return nil
+	}
+}
+
+// urlListField takes comma-separated absolute http(s) URLs.
+func urlListField(f func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, u := range splitList(v) {
+			if err := checkURL(u); err != nil {
+				return err
+			}
+			out = append(out, u)
+		}
+		*f(c) = out
 		return nil
 	}
 }

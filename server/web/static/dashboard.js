@@ -244,6 +244,24 @@
     });
     if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 6, text: 'No peers' })])];
     replaceKids(t.tBodies[0], rows);
+    renderRegions(d);
+  }
+
+  // Remote regions (eureka.server.remote-region-urls-with-name); the table exists only when some are set.
+  function renderRegions(d) {
+    var t = $('remoteRegions');
+    if (!t || !d.remoteRegions) return;
+    replaceKids(t.tBodies[0], d.remoteRegions.map(function (r) {
+      return el('tr', null, [
+        el('td', { text: r.name }),
+        el('td', { text: r.url }),
+        el('td', null, [el('span', { cls: 'pill ' + (r.healthy ? 'ok' : 'bad'), text: r.state })]),
+        el('td', { text: r.lastSuccess }),
+        el('td', { text: r.applications }),
+        el('td', { text: r.instances }),
+        el('td', { text: r.lastError })
+      ]);
+    }));
   }
 
   // Same layout as newChart in dashboard.go.

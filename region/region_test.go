@@ -1,0 +1,379 @@
+package region
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
+)
+
+// fakeRegion is a remote region's Eureka server over a real registry.
+type fakeRegion struct {
+	reg       *registry.Registry
+	srv       *httptest.Server
+	full      atomic.Int64 // GET apps/ served
+	deltas    atomic.Int64 // GET apps/delta served
+	mu        sync.Mutex
+	badHash   bool // answer deltas with a wrong apps__hashcode
+	status    int  // answer every fetch with this status when not 0
+	gotHeader http.Header
+}
+
+func newFakeRegion(t *testing.T, clk *clocktest.Clock) *fakeRegion {
+	f := &fakeRegion{reg: registry.New(registry.Options{Now: clk.Now})}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		status, bad := f.status, f.badHash
+		f.gotHeader = r.Header.Clone()
+		f.mu.Unlock()
+		if status != 0 {
+			w.WriteHeader(status)
+			return
+		}
+		var apps *registry.Applications
+		switch r.URL.Path {
+		case "/eureka/apps/":
+			f.full.Add(1)
+			apps = f.reg.Applications()
+		case "/eureka/apps/delta":
+			f.deltas.Add(1)
+			apps = f.reg.Delta()
+			if bad {
+				apps.HashCode = "UP_999_"
+			}
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(compat.AppendApplications(nil, compat.JSON, false, apps))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeRegion) register(t *testing.T, app, id string, vip string) {
+	t.Helper()
+	in := &registry.Instance{InstanceID: id, HostName: id + ".west", App: app, IPAddr: "10.1.1.1", Status: registry.StatusUp,
+		VIPAddress: vip, DataCenterInfo: registry.DataCenterInfo{Name: "MyOwn"}}
+	in.Normalize()
+	if _, err := f.reg.Register(in, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fakeRegion) set(status int, badHash bool) {
+	f.mu.Lock()
+	f.status, f.badHash = status, badHash
+	f.mu.Unlock()
+}
+
+func ids(apps *registry.Applications) []string {
+	var out []string
+	if apps == nil {
+		return nil
+	}
+	for _, a := range apps.Apps {
+		for _, v := range a.Instances {
+			out = append(out, a.Name+"/"+v.Instance.ID())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func newRemote(t *testing.T, f *fakeRegion, clk *clocktest.Clock, mod func(*Config)) *Remote {
+	t.Helper()
+	cfg := Config{Name: "west", URL: f.srv.URL + "/eureka/", Now: clk.Now, GZip: true}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestFullThenDeltaThenReconcile(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	var changes []Change
+	r := newRemote(t, f, clk, func(c *Config) { c.OnChange = func(ch Change) { changes = append(changes, ch) } })
+	ctx := t.Context()
+
+	// An empty region: every fetch is a full one (isRegisteredApplicationsEmpty).
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Ready() || f.full.Load() != 1 {
+		t.Fatalf("ready %v after first fetch, full fetches %d", r.Ready(), f.full.Load())
+	}
+	f.register(t, "WEB", "w1", "web")
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.full.Load() != 2 || f.deltas.Load() != 0 {
+		t.Fatalf("full %d deltas %d, want 2 0 (copy was empty)", f.full.Load(), f.deltas.Load())
+	}
+	apps, _ := r.Copy()
+	if got := ids(apps); !slices.Equal(got, []string{"WEB/w1"}) {
+		t.Fatalf("copy %v", got)
+	}
+
+	// Now deltas: a new instance and a cancel arrive by delta.
+	f.register(t, "API", "a1", "api")
+	clk.Advance(time.Second)
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.reg.Cancel("WEB", "w1", false)
+	clk.Advance(time.Second)
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	apps, delta := r.Copy()
+	if got := ids(apps); !slices.Equal(got, []string{"API/a1"}) {
+		t.Fatalf("copy after deltas %v", got)
+	}
+	if f.full.Load() != 2 || f.deltas.Load() != 2 || r.Status().DeltaSuccesses != 2 {
+		t.Fatalf("full %d deltas %d ok %d, want 2 2 2", f.full.Load(), f.deltas.Load(), r.Status().DeltaSuccesses)
+	}
+	if delta == nil || len(ids(delta)) == 0 {
+		t.Fatalf("last delta is empty: %v", ids(delta))
+	}
+	if r.Status().LastSuccess != clk.Now() {
+		t.Fatalf("last success %v, want %v", r.Status().LastSuccess, clk.Now())
+	}
+	if len(changes) == 0 {
+		t.Fatal("OnChange never called")
+	}
+	// Nothing new on the region: the same delta again changes nothing.
+	n := len(changes)
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != n {
+		t.Fatalf("OnChange called for an unchanged region: %+v", changes[n:])
+	}
+
+	// A wrong hash: the full registry is fetched again.
+	f.set(0, true)
+	if err := r.FetchOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.full.Load() != 3 || r.Status().DeltaMismatches != 1 {
+		t.Fatalf("after a hash mismatch: full %d mismatches %d, want 3 1", f.full.Load(), r.Status().DeltaMismatches)
+	}
+	if hdr := f.gotHeader; hdr.Get("Accept") != "application/json" || hdr.Get("Accept-Encoding") != "gzip" || hdr.Get("DiscoveryIdentity-Name") != "DefaultServer" {
+		t.Fatalf("request headers %v", hdr)
+	}
+}
+
+func TestDisableDeltaAlwaysFull(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	f.register(t, "WEB", "w1", "web")
+	r := newRemote(t, f, clk, func(c *Config) { c.DisableDelta = true; c.GZip = false })
+	for range 3 {
+		if err := r.FetchOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.full.Load() != 3 || f.deltas.Load() != 0 {
+		t.Fatalf("full %d deltas %d, want 3 0", f.full.Load(), f.deltas.Load())
+	}
+	if f.gotHeader.Get("Accept-Encoding") != "" {
+		t.Fatalf("Accept-Encoding %q with gzip off", f.gotHeader.Get("Accept-Encoding"))
+	}
+}
+
+func TestRemoteGoneKeepsLastCopy(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	f.register(t, "WEB", "w1", "web")
+	r := newRemote(t, f, clk, nil)
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	good := clk.Now()
+	f.set(http.StatusInternalServerError, false)
+	clk.Advance(30 * time.Second)
+	if err := r.FetchOnce(t.Context()); err == nil {
+		t.Fatal("fetch from a failing region succeeded")
+	}
+	f.srv.Close()
+	clk.Advance(30 * time.Second)
+	if err := r.FetchOnce(t.Context()); err == nil {
+		t.Fatal("fetch from a closed region succeeded")
+	}
+	apps, _ := r.Copy()
+	st := r.Status()
+	if got := ids(apps); !slices.Equal(got, []string{"WEB/w1"}) || !st.Ready || st.Failures < 2 || st.LastSuccess != good || st.LastError == "" {
+		t.Fatalf("after the region went away: copy %v status %+v", got, st)
+	}
+}
+
+func TestHangingRegionIsBounded(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(block); srv.Close() })
+	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", ReadTimeout: 200 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.FetchOnce(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("fetch from a hanging region succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch from a hanging region not bounded by its read timeout")
+	}
+}
+
+func view(app, id string, st registry.Status) registry.LeaseView {
+	return registry.LeaseView{Instance: &registry.Instance{InstanceID: id, App: app, Status: st, VIPAddress: "v"}}
+}
+
+func TestMergeAsEureka(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	west, east := newFakeRegion(t, clk), newFakeRegion(t, clk)
+	west.register(t, "WEB", "w1", "web")
+	west.register(t, "SECRET", "s1", "secret")
+	east.register(t, "WEB", "e1", "web")
+	east.register(t, "OTHER", "o1", "other")
+	rw := newRemote(t, west, clk, nil)
+	re := newRemote(t, east, clk, func(c *Config) { c.Name = "east" })
+	for _, r := range []*Remote{rw, re} {
+		if err := r.FetchOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := NewSet([]*Remote{rw, re}, map[string][]string{"west": {"WEB"}, GlobalWhitelist: {"OTHER"}})
+	local := &registry.Applications{VersionDelta: 1, Apps: []registry.Application{{Name: "WEB", Instances: []registry.LeaseView{view("WEB", "l1", registry.StatusDown)}}}}
+	local.HashCode = compat.HashCode(local)
+
+	full := s.Full(local, []string{"east", "west"})
+	if got := ids(full); !slices.Equal(got, []string{"OTHER/o1", "WEB/l1", "WEB/w1"}) {
+		t.Fatalf("Full east,west = %v (east's WEB is not in the global whitelist, west's SECRET not in west's)", got)
+	}
+	if full.HashCode != "DOWN_1_UP_2_" || full.HashCode != compat.HashCode(full) {
+		t.Fatalf("Full hash %q", full.HashCode)
+	}
+	if got := ids(s.Full(local, []string{"west"})); !slices.Equal(got, []string{"WEB/l1", "WEB/w1"}) {
+		t.Fatalf("Full west = %v", got)
+	}
+	if got := ids(s.Full(local, []string{"nowhere"})); !slices.Equal(got, []string{"WEB/l1"}) {
+		t.Fatalf("Full nowhere = %v", got)
+	}
+
+	localDelta := &registry.Applications{VersionDelta: 7, HashCode: local.HashCode}
+	d := s.Delta(localDelta, []string{"west"}, 3)
+	// After a full fetch the region's last delta is its registry (Eureka
+	// sets applicationsDelta to it too).
+	if got := ids(d); !slices.Equal(got, []string{"WEB/w1"}) || d.VersionDelta != 3 || d.HashCode != "DOWN_1_UP_1_" {
+		t.Fatalf("Delta west = %v v%d %q", got, d.VersionDelta, d.HashCode)
+	}
+
+	// Fallback: no whitelist, only applications without local instances.
+	fd := s.FallbackDelta(localDelta, func(app string) bool { return app == "WEB" })
+	if got := ids(fd); !slices.Equal(got, []string{"OTHER/o1", "SECRET/s1"}) || fd.HashCode != "DOWN_1_UP_2_" {
+		t.Fatalf("FallbackDelta = %v %q", got, fd.HashCode)
+	}
+	if a, ok := s.Application("SECRET"); !ok || len(a.Instances) != 1 {
+		t.Fatalf("Application SECRET fallback: %v %v", a, ok)
+	}
+	// The first region (by name) holding WEB is east: w1 is not found there.
+	if _, ok := s.Instance("WEB", "w1"); ok {
+		t.Fatal("Instance WEB/w1 found, but Eureka looks only in the first region holding WEB")
+	}
+	if _, ok := s.Instance("WEB", "e1"); !ok {
+		t.Fatal("Instance WEB/e1 not found in east")
+	}
+	if _, ok := s.InstanceByID("w1"); !ok {
+		t.Fatal("InstanceByID w1 not found")
+	}
+	vip := s.VIP(&registry.Applications{VersionDelta: -1}, "web", false)
+	if got := ids(vip); !slices.Equal(got, []string{"WEB/w1"}) {
+		t.Fatalf("VIP web = %v", got)
+	}
+
+	// Readiness is all regions.
+	never := newRemote(t, west, clk, func(c *Config) { c.Name = "north" })
+	if NewSet([]*Remote{rw, never}, nil).Ready() {
+		t.Fatal("a set with a region that never answered is ready")
+	}
+}
+
+func TestParseRegionsAndHash(t *testing.T) {
+	if got := ParseRegions("West,EAST"); !slices.Equal(got, []string{"east", "west"}) {
+		t.Fatalf("ParseRegions = %v", got)
+	}
+	counts := map[registry.Status]int{}
+	parseHash("DOWN_2_OUT_OF_SERVICE_1_UP_10_", counts)
+	if got := hashOf(counts); got != "DOWN_2_OUT_OF_SERVICE_1_UP_10_" {
+		t.Fatalf("round trip %q", got)
+	}
+}
+
+func TestCollector(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	f.register(t, "WEB", "w1", "web")
+	r := newRemote(t, f, clk, nil)
+	s := NewSet([]*Remote{r}, nil)
+	clk.Advance(7 * time.Second)
+	want := func(name string, v float64) {
+		t.Helper()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(s.Collector())
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			m := mf.GetMetric()[0]
+			val := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			if val != v {
+				t.Fatalf("%s = %v, want %v", name, val, v)
+			}
+			return
+		}
+		t.Fatalf("%s not collected", name)
+	}
+	want("goreka_remote_region_staleness_seconds", 7) // since start: never fetched
+	want("goreka_remote_region_ready", 0)
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	want("goreka_remote_region_staleness_seconds", 3)
+	want("goreka_remote_region_instances", 1)
+	want("goreka_remote_region_ready", 1)
+	f.set(http.StatusServiceUnavailable, false)
+	_ = r.FetchOnce(t.Context())
+	clk.Advance(2 * time.Second)
+	want("goreka_remote_region_fetch_failures_total", 1)
+	want("goreka_remote_region_staleness_seconds", 5)
+}

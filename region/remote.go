@@ -1,0 +1,497 @@
+package region
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kgzip "github.com/klauspost/compress/gzip"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// Config describes one remote region. Zero durations take Eureka's
+// (Spring's) defaults.
+type Config struct {
+	// Name is the region's name as clients ask for it (?regions=), lower case.
+	Name string
+	// URL is the region's Eureka base URL (http://host:port/eureka/); a
+	// user:password in it is sent as basic auth.
+	URL string
+	// FetchInterval is eureka.server.remote-region-registry-fetch-interval
+	// (30 s). A fetch that takes longer is abandoned (Eureka's
+	// TimedSupervisorTask times a fetch out after one interval too).
+	FetchInterval time.Duration
+	// ConnectTimeout is eureka.server.remote-region-connect-timeout-ms
+	// (Spring: 1 s).
+	ConnectTimeout time.Duration
+	// ReadTimeout is eureka.server.remote-region-read-timeout-ms (Spring:
+	// 1 s): the longest wait for the response headers or for the next bytes
+	// of the body, as Java's socket read timeout.
+	ReadTimeout time.Duration
+	// DisableDelta is eureka.server.disable-delta-for-remote-regions: every
+	// fetch is a full one.
+	DisableDelta bool
+	// GZip is eureka.server.g-zip-content-from-remote-region (true): ask for
+	// and inflate gzip bodies.
+	GZip bool
+	// UserAgent is sent with every fetch.
+	UserAgent string
+	// HTTPClient replaces the client built from the timeouts (tests).
+	HTTPClient *http.Client
+	// Now is the clock of the fetch times (nil: time.Now).
+	Now func() time.Time
+	// Logger gets fetch failures (nil: discarded).
+	Logger *slog.Logger
+	// OnChange is called after the copy or the last delta changed, outside
+	// any lock of the Remote, never concurrently for one Remote.
+	OnChange func(Change)
+}
+
+// Change says what a fetch changed: every instance added, removed or
+// modified in the copy (both versions of a modified one), and whether the
+// last delta (served in region deltas) is another one.
+type Change struct {
+	Region    string
+	Instances []*registry.Instance
+	Delta     bool
+}
+
+// maxBody caps a remote registry (inflated).
+const maxBody = 1 << 30
+
+// Remote is one remote region: its copy of the region's registry and the
+// fetch that keeps it.
+type Remote struct {
+	cfg    Config
+	client *http.Client
+	base   string // URL without user info, trailing slash
+	auth   string // Authorization header, or ""
+	log    *slog.Logger
+	// created is when the Remote was built: staleness counts from it until a
+	// fetch succeeds (Eureka starts timeOfLastSuccessfulRemoteFetch so).
+	created time.Time
+
+	fetchMu sync.Mutex // one fetch at a time
+
+	mu          sync.RWMutex
+	apps        *registry.Applications // the copy; never mutated once published
+	delta       *registry.Applications // the last delta (after a full fetch: the full registry, as Eureka)
+	ready       bool
+	gen         int64
+	lastSuccess time.Time
+	lastAttempt time.Time
+	lastErr     string
+
+	failures       atomic.Int64
+	deltaSuccesses atomic.Int64
+	deltaMismatch  atomic.Int64
+}
+
+// New builds a Remote; it fetches nothing until FetchOnce or Run. An
+// unusable URL is an error.
+func New(cfg Config) (*Remote, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("remote region without a name")
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("remote region %s: URL %q is not an absolute http(s) URL", cfg.Name, cfg.URL)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.FetchInterval, 30*time.Second)
+	def(&cfg.ConnectTimeout, time.Second)
+	def(&cfg.ReadTimeout, time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "goreka-remote-region"
+	}
+	r := &Remote{cfg: cfg, log: cfg.Logger, created: cfg.Now()}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "region", "region", cfg.Name)
+	if u.User != nil {
+		p, _ := u.User.Password()
+		req := &http.Request{Header: http.Header{}}
+		req.SetBasicAuth(u.User.Username(), p)
+		r.auth = req.Header.Get("Authorization")
+		u.User = nil
+	}
+	r.base = u.String()
+	if !strings.HasSuffix(r.base, "/") {
+		r.base += "/"
+	}
+	r.client = cfg.HTTPClient
+	if r.client == nil {
+		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+		r.client = &http.Client{
+			Transport: &http.Transport{
+				Proxy:                 http.ProxyFromEnvironment,
+				DialContext:           d.DialContext,
+				TLSHandshakeTimeout:   cfg.ConnectTimeout,
+				ResponseHeaderTimeout: cfg.ReadTimeout,
+				IdleConnTimeout:       30 * time.Second,
+				// gzip is asked for (or not) explicitly: GZip.
+				DisableCompression: true,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return r, nil
+}
+
+// Name is the region's name.
+func (r *Remote) Name() string { return r.cfg.Name }
+
+// URL is the region's base URL without credentials.
+func (r *Remote) URL() string { return r.base }
+
+// Copy returns the region's registry copy and its last delta (both empty
+// before the first successful fetch). The values must not be modified.
+func (r *Remote) Copy() (apps, delta *registry.Applications) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.apps, r.delta
+}
+
+// Ready reports whether a fetch has succeeded once (Eureka's
+// isReadyForServingData).
+func (r *Remote) Ready() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.ready
+}
+
+// Status is what the dashboard and the metrics show of a region.
+type Status struct {
+	Name, URL       string
+	Ready           bool
+	LastSuccess     time.Time // zero: never
+	LastAttempt     time.Time
+	LastError       string // of the last attempt; "" when it succeeded
+	Apps, Instances int
+	Failures        int64 // failed fetches since start
+	DeltaSuccesses  int64
+	DeltaMismatches int64
+}
+
+// Status returns the region's state now.
+func (r *Remote) Status() Status {
+	r.mu.RLock()
+	st := Status{Name: r.cfg.Name, URL: r.base, Ready: r.ready, LastSuccess: r.lastSuccess, LastAttempt: r.lastAttempt, LastError: r.lastErr}
+	if r.apps != nil {
+		st.Apps = len(r.apps.Apps)
+		for i := range r.apps.Apps {
+			st.Instances += len(r.apps.Apps[i].Instances)
+		}
+	}
+	r.mu.RUnlock()
+	st.Failures = r.failures.Load()
+	st.DeltaSuccesses = r.deltaSuccesses.Load()
+	st.DeltaMismatches = r.deltaMismatch.Load()
+	return st
+}
+
+// Run fetches at once, then every FetchInterval until ctx is done. It
+// returns nil when ctx is done.
+func (r *Remote) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := r.FetchOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("fetching remote region registry", "url", r.base, "err", err)
+		}
+		t.Reset(r.cfg.FetchInterval)
+	}
+}
+
+// FetchOnce does one fetch as Eureka's RemoteRegionRegistry.fetchRegistry:
+// the full registry when deltas are disabled or the copy is empty, else the
+// delta, applied to the copy and checked by its hash; a failed delta or a
+// hash mismatch fetches the full registry. On error the copy is kept.
+func (r *Remote) FetchOnce(ctx context.Context) error {
+	r.fetchMu.Lock()
+	defer r.fetchMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchInterval)
+	defer cancel()
+	cur, curDelta := r.Copy()
+	var err error
+	if r.cfg.DisableDelta || cur == nil || len(cur.Apps) == 0 {
+		err = r.storeFull(ctx, cur, curDelta)
+	} else {
+		err = r.fetchDelta(ctx, cur, curDelta)
+	}
+	now := r.cfg.Now()
+	r.mu.Lock()
+	r.lastAttempt = now
+	if err == nil {
+		r.lastSuccess = now
+		r.ready = true
+		r.lastErr = ""
+	} else {
+		r.lastErr = err.Error()
+	}
+	r.mu.Unlock()
+	if err != nil {
+		r.failures.Add(1)
+	}
+	return err
+}
+
+func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications) error {
+	delta, err := r.get(ctx, "apps/delta")
+	if err != nil {
+		// Eureka: "The server does not allow the delta revision to be
+		// applied because it is not safe. Hence got the full registry."
+		r.log.Info("delta fetch failed, fetching the full registry", "err", err)
+		return r.storeFull(ctx, cur, curDelta)
+	}
+	next, changed := applyDelta(cur, delta)
+	r.publish(next, delta, changed, curDelta)
+	if got := compat.HashCode(next); got != delta.HashCode {
+		r.deltaMismatch.Add(1)
+		r.log.Info("reconcile hash codes differ, fetching the full registry", "local", got, "remote", delta.HashCode)
+		return r.storeFull(ctx, next, delta)
+	}
+	r.deltaSuccesses.Add(1)
+	return nil
+}
+
+func (r *Remote) storeFull(ctx context.Context, cur, curDelta *registry.Applications) error {
+	apps, err := r.get(ctx, "apps/")
+	if err != nil {
+		return err
+	}
+	r.publish(apps, apps, diff(cur, apps), curDelta)
+	return nil
+}
+
+// publish stores a new copy and delta and tells OnChange.
+func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry.Instance, prevDelta *registry.Applications) {
+	r.mu.Lock()
+	r.apps, r.delta = apps, delta
+	r.gen++
+	r.mu.Unlock()
+	// The same delta again (the region's recently-changed queue holds a
+	// change for minutes) changes no document.
+	deltaChanged := len(diff(prevDelta, delta)) > 0
+	if r.cfg.OnChange != nil && (len(changed) > 0 || deltaChanged) {
+		r.cfg.OnChange(Change{Region: r.cfg.Name, Instances: changed, Delta: deltaChanged})
+	}
+}
+
+// get fetches one registry document (JSON, as Eureka's remote region
+// client asks for it).
+func (r *Remote) get(ctx context.Context, path string) (*registry.Applications, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", compat.ContentTypeJSON)
+	if r.cfg.GZip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	req.Header.Set("User-Agent", r.cfg.UserAgent)
+	// A Eureka server's identity (EurekaServerIdentity, sent by the remote
+	// region client too): the region's rate limiter never throttles it.
+	req.Header.Set("DiscoveryIdentity-Name", "DefaultServer")
+	req.Header.Set("DiscoveryIdentity-Version", "1.0")
+	if r.auth != "" {
+		req.Header.Set("Authorization", r.auth)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, scrub(err, r.base)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, fmt.Errorf("GET %s%s answered %d", r.base, path, resp.StatusCode)
+	}
+	// Java's read timeout bounds every wait for bytes, not the whole body.
+	idle := time.AfterFunc(r.cfg.ReadTimeout, cancel)
+	defer idle.Stop()
+	var body io.Reader = &idleReader{r: resp.Body, t: idle, d: r.cfg.ReadTimeout}
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := kgzip.NewReader(body)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s%s: %w", r.base, path, err)
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s%s: reading the body: %w", r.base, path, scrub(err, r.base))
+	}
+	if len(b) > maxBody {
+		return nil, fmt.Errorf("GET %s%s: body larger than %d bytes", r.base, path, maxBody)
+	}
+	apps, err := compat.DecodeApplications(b, compat.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s%s: %w", r.base, path, err)
+	}
+	for i := range apps.Apps {
+		for j := range apps.Apps[i].Instances {
+			if in := apps.Apps[i].Instances[j].Instance; in != nil && in.App == "" {
+				in.App = apps.Apps[i].Name
+			}
+		}
+	}
+	return apps, nil
+}
+
+// scrub keeps credentials of the URL out of an error text.
+func scrub(err error, base string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("GET %s: %w", base, ue.Err)
+	}
+	return err
+}
+
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	ir.t.Reset(ir.d)
+	return n, err
+}
+
+// applyDelta returns a new copy: cur with the delta's ADDED and MODIFIED
+// instances stored (replacing one of the same id) and its DELETED ones
+// removed (RemoteRegionRegistry.updateDelta), and the instances that
+// changed.
+func applyDelta(cur, delta *registry.Applications) (*registry.Applications, []*registry.Instance) {
+	byApp := make(map[string]map[string]registry.LeaseView, len(cur.Apps))
+	for i := range cur.Apps {
+		m := make(map[string]registry.LeaseView, len(cur.Apps[i].Instances))
+		for _, v := range cur.Apps[i].Instances {
+			m[v.Instance.ID()] = v
+		}
+		byApp[cur.Apps[i].Name] = m
+	}
+	var changed []*registry.Instance
+	for i := range delta.Apps {
+		for _, v := range delta.Apps[i].Instances {
+			in := v.Instance
+			if in == nil {
+				continue
+			}
+			name := in.App
+			if name == "" {
+				name = delta.Apps[i].Name
+			}
+			m := byApp[name]
+			if m == nil {
+				m = map[string]registry.LeaseView{}
+				byApp[name] = m
+			}
+			old, had := m[in.ID()]
+			switch in.ActionType {
+			case registry.ActionDeleted:
+				if had {
+					delete(m, in.ID())
+					changed = append(changed, old.Instance, in)
+				}
+			default: // ADDED, MODIFIED (and none: as MODIFIED)
+				m[in.ID()] = v
+				switch {
+				case !had:
+					changed = append(changed, in)
+				case !reflect.DeepEqual(old.Instance, in):
+					changed = append(changed, old.Instance, in)
+				}
+			}
+		}
+	}
+	return fromMap(byApp, cur.HashCode), changed
+}
+
+// diff lists the instances that differ between two copies (by content,
+// apart from lease timestamps, which change with every remote heartbeat).
+func diff(prev, next *registry.Applications) []*registry.Instance {
+	old := map[[2]string]*registry.Instance{}
+	if prev != nil {
+		for i := range prev.Apps {
+			for _, v := range prev.Apps[i].Instances {
+				old[[2]string{prev.Apps[i].Name, v.Instance.ID()}] = v.Instance
+			}
+		}
+	}
+	var out []*registry.Instance
+	if next == nil {
+		next = &registry.Applications{}
+	}
+	for i := range next.Apps {
+		for _, v := range next.Apps[i].Instances {
+			k := [2]string{next.Apps[i].Name, v.Instance.ID()}
+			o, had := old[k]
+			delete(old, k)
+			if !had || !reflect.DeepEqual(o, v.Instance) {
+				if had {
+					out = append(out, o)
+				}
+				out = append(out, v.Instance)
+			}
+		}
+	}
+	for _, o := range old {
+		out = append(out, o)
+	}
+	return out
+}
+
+// fromMap builds a sorted copy; applications left without instances are
+// dropped.
+func fromMap(byApp map[string]map[string]registry.LeaseView, hash string) *registry.Applications {
+	out := &registry.Applications{VersionDelta: 1, HashCode: hash}
+	for name, m := range byApp {
+		if len(m) == 0 {
+			continue
+		}
+		app := registry.Application{Name: name, Instances: make([]registry.LeaseView, 0, len(m))}
+		for _, v := range m {
+			app.Instances = append(app.Instances, v)
+		}
+		sortViews(app.Instances)
+		out.Apps = append(out.Apps, app)
+	}
+	slices.SortFunc(out.Apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
+	out.HashCode = compat.HashCode(out)
+	return out
+}
+
+func sortViews(vs []registry.LeaseView) {
+	slices.SortFunc(vs, func(a, b registry.LeaseView) int { return cmp.Compare(a.Instance.ID(), b.Instance.ID()) })
+}

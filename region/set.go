@@ -1,0 +1,172 @@
+package region
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// GlobalWhitelist is the key of the whitelist that applies to regions
+// without one of their own (Spring's remote-region-app-whitelist.global).
+const GlobalWhitelist = "global"
+
+// Set is every remote region of a server and the application whitelists.
+// Its methods are safe for concurrent use; a nil *Set has no regions.
+type Set struct {
+	remotes []*Remote // sorted by name
+	byName  map[string]*Remote
+	white   map[string]map[string]bool // region (or GlobalWhitelist) -> app names
+}
+
+// NewSet builds a set over remotes. whitelist maps a region name (lower
+// case) or GlobalWhitelist to the application names that may come from that
+// region (compared exactly, as Eureka's Set.contains); a region with no
+// list of its own uses the global one, and with neither every application
+// comes through.
+func NewSet(remotes []*Remote, whitelist map[string][]string) *Set {
+	s := &Set{byName: map[string]*Remote{}, white: map[string]map[string]bool{}}
+	for _, r := range remotes {
+		s.remotes = append(s.remotes, r)
+		s.byName[r.Name()] = r
+	}
+	slices.SortFunc(s.remotes, func(a, b *Remote) int { return cmp.Compare(a.Name(), b.Name()) })
+	for k, apps := range whitelist {
+		m := map[string]bool{}
+		for _, a := range apps {
+			m[a] = true
+		}
+		s.white[strings.ToLower(k)] = m
+	}
+	return s
+}
+
+// Len is the number of remote regions.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.remotes)
+}
+
+// Remotes returns the regions sorted by name.
+func (s *Set) Remotes() []*Remote {
+	if s == nil {
+		return nil
+	}
+	return s.remotes
+}
+
+// Get returns the region of that name (lower case).
+func (s *Set) Get(name string) *Remote {
+	if s == nil {
+		return nil
+	}
+	return s.byName[name]
+}
+
+// Ready reports whether every region has answered once: Eureka's
+// shouldAllowAccess(true) refuses every read naming regions (403) until
+// then, whichever regions it names.
+func (s *Set) Ready() bool {
+	for _, r := range s.Remotes() {
+		if !r.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// Allowed reports whether app may come from region
+// (shouldFetchFromRemoteRegistry).
+func (s *Set) Allowed(region, app string) bool {
+	w, ok := s.white[region]
+	if !ok {
+		w, ok = s.white[GlobalWhitelist]
+	}
+	return !ok || w[app]
+}
+
+// Run runs every region's fetch loop until ctx is done.
+func (s *Set) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, r := range s.Remotes() {
+		wg.Go(func() { r.Run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Statuses returns every region's state, by name.
+func (s *Set) Statuses() []Status {
+	var out []Status
+	for _, r := range s.Remotes() {
+		out = append(out, r.Status())
+	}
+	return out
+}
+
+// ParseRegions reads a ?regions= value as Eureka does: lower-cased, split at
+// commas, sorted (so that the same regions in another order share a cache
+// entry). "" is no regions.
+func ParseRegions(v string) []string {
+	if v == "" {
+		return nil
+	}
+	out := strings.Split(strings.ToLower(v), ",")
+	slices.Sort(out)
+	return out
+}
+
+// hashOf writes status counts as compat.HashCode does: NAME_n_ in byte
+// order of the names, zero counts left out.
+func hashOf(counts map[registry.Status]int) string {
+	names := make([]registry.Status, 0, len(counts))
+	for st, n := range counts {
+		if n > 0 {
+			names = append(names, st)
+		}
+	}
+	slices.Sort(names)
+	var b []byte
+	for _, st := range names {
+		b = append(b, st...)
+		b = append(b, '_')
+		b = strconv.AppendInt(b, int64(counts[st]), 10)
+		b = append(b, '_')
+	}
+	return string(b)
+}
+
+// parseHash reads an apps__hashcode back into counts (NAME_n_ pairs; a
+// status name may hold underscores itself).
+func parseHash(code string, into map[registry.Status]int) {
+	var name []string
+	for _, tok := range strings.Split(code, "_") {
+		if tok == "" {
+			continue
+		}
+		n, isNum := atoi(tok)
+		if isNum && len(name) > 0 {
+			into[registry.Status(strings.Join(name, "_"))] += n
+			name = name[:0]
+			continue
+		}
+		name = append(name, tok)
+	}
+}
+
+func atoi(s string) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
