@@ -73,6 +73,8 @@ type Server struct {
 	limiter *rateLimiter
 	// fetchLimit is goreka.fetch-limit.* (FetchLimitConfig); nil when off.
 	fetchLimit *fetchLimiter
+	// namespaces serves /ns/{name}/... (SetNamespaces); nil: none.
+	namespaces Namespaces
 }
 
 // New builds a Server and its routes.
@@ -139,6 +141,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := normalizePath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path = p
 		r.URL.RawPath = ""
+	}
+	if s.namespaces != nil && strings.HasPrefix(r.URL.Path, NamespacePrefix) {
+		s.serveNamespace(w, r)
+		return
 	}
 	s.engine.ServeHTTP(w, r)
 }
