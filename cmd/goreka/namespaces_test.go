@@ -268,3 +268,37 @@ func TestNamespacePeers(t *testing.T) {
 		t.Fatalf("dev peers with host:port stock peer: %+v", got)
 	}
 }
+
+// goreka ctl -namespace works on one namespace: reads through the tool
+// API under /ns/{name}/, writes through its Eureka API; an unknown one
+// fails with the server's reason.
+func TestCtlNamespace(t *testing.T) {
+	n := ctlNode(t, "ctlns", "--goreka.namespaces.allowed=dev")
+	nsRegister(t, n, "dev", "ORDERS", "o-dev")
+	nsRegister(t, n, "", "BILLING", "b-default")
+	srv := "-server=http://" + n.addr()
+	code, out, stderr := ctlRun(t, nil, srv, "-namespace=dev", "instances")
+	if code != 0 || !strings.Contains(out, "o-dev") || strings.Contains(out, "b-default") {
+		t.Fatalf("instances in dev: %d %q %q", code, out, stderr)
+	}
+	code, out, _ = ctlRun(t, []string{"GOREKA_NAMESPACE=default"}, srv, "instances")
+	if code != 0 || strings.Contains(out, "o-dev") || !strings.Contains(out, "b-default") {
+		t.Fatalf("instances in default: %d %q", code, out)
+	}
+	// A namespace's service URL names it too.
+	if code, out, _ = ctlRun(t, nil, "-server=http://"+n.addr()+"/ns/dev/eureka/", "apps"); code != 0 || !strings.Contains(out, "ORDERS") || strings.Contains(out, "BILLING") {
+		t.Fatalf("apps via the dev service URL: %d %q", code, out)
+	}
+	if code, _, stderr = ctlRun(t, nil, srv, "--namespace=dev", "cancel", "ORDERS", "o-dev"); code != 0 {
+		t.Fatalf("cancel in dev: %d %q", code, stderr)
+	}
+	if n.app().ns.get("dev").reg.Size() != 0 || n.app().reg.Size() != 1 {
+		t.Fatalf("after the cancel: dev %d, default %d", n.app().ns.get("dev").reg.Size(), n.app().reg.Size())
+	}
+	if code, _, stderr = ctlRun(t, nil, srv, "-namespace=qa", "apps"); code == 0 || !strings.Contains(stderr, `"qa"`) {
+		t.Fatalf("unknown namespace: %d %q", code, stderr)
+	}
+	if code, _, stderr = ctlRun(t, nil, srv, "-namespace=QA", "apps"); code != exitUsage || !strings.Contains(stderr, "lower-case") {
+		t.Fatalf("bad namespace: %d %q", code, stderr)
+	}
+}
