@@ -84,8 +84,8 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 		namespaceError(w, err)
 		return
 	}
-	if rest == "" && r.Method == http.MethodGet {
-		// The namespace's dashboard links relative to its root.
+	if rest == "" && r.Method == http.MethodGet && !strings.HasSuffix(requestPath(r), "/") {
+		// /ns/dev: the namespace's dashboard links relative to /ns/dev/.
 		http.Redirect(w, r, NamespacePrefix+name+"/", http.StatusFound)
 		return
 	}

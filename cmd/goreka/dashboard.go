@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/goreka/goreka/health"
@@ -58,7 +59,28 @@ func (a *app) dashboardData(s *stack) server.DashboardData {
 		})
 	}
 	dashboardHealth(s, &d)
+	a.dashboardNamespaces(s, &d)
 	return d
+}
+
+// dashboardNamespaces fills the namespace selector: the default
+// namespace's dashboard (eureka.dashboard.path) and /ns/{name}/ for each
+// other one.
+func (a *app) dashboardNamespaces(s *stack, d *server.DashboardData) {
+	d.Namespace = s.name
+	if s.name != defaultNamespace {
+		d.PathPrefix = strings.TrimSuffix(server.NamespacePrefix, "/") + "/" + s.name
+	}
+	if a.ns == nil {
+		return
+	}
+	for _, name := range a.ns.names() {
+		href := "/" + strings.Trim(a.cfg.Dashboard.Path, "/")
+		if name != defaultNamespace {
+			href = server.NamespacePrefix + name + "/"
+		}
+		d.Namespaces = append(d.Namespaces, server.DashboardNamespace{Name: name, Href: href, Current: name == s.name})
+	}
 }
 
 // dashboardHealth adds the lifecycle and the probe guard's banner.

@@ -302,3 +302,43 @@ func TestCtlNamespace(t *testing.T) {
 		t.Fatalf("bad namespace: %d %q", code, stderr)
 	}
 }
+
+// The dashboard of each namespace shows its own instances, links within
+// its prefix, and the selector lists every namespace.
+func TestNamespaceDashboard(t *testing.T) {
+	n := nsNode(t, "--goreka.namespaces.allowed=dev,test")
+	n.start()
+	n.waitServing()
+	nsRegister(t, n, "dev", "ORDERS-DEV", "o-dev")
+	nsRegister(t, n, "", "BILLING", "b-default")
+	root := "http://" + n.addr()
+	page := string(must(t, "GET", root+"/ns/dev/", "", http.StatusOK))
+	for _, want := range []string{"ORDERS-DEV", `href="/ns/dev/lastn"`, `href="/ns/test/"`, `href="/"`, `aria-current="page">dev<`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("dev's dashboard lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "BILLING") {
+		t.Error("dev's dashboard lists the default namespace's BILLING")
+	}
+	page = string(must(t, "GET", root+"/", "", http.StatusOK))
+	if !strings.Contains(page, "BILLING") || strings.Contains(page, "ORDERS-DEV") || !strings.Contains(page, `href="/ns/dev/"`) {
+		t.Error("the default dashboard shows the wrong namespace or no selector")
+	}
+	must(t, "GET", root+"/ns/dev/lastn", "", http.StatusOK)
+	api := string(must(t, "GET", root+"/ns/dev/goreka/api/dashboard", "", http.StatusOK))
+	if !strings.Contains(api, "ORDERS-DEV") || strings.Contains(api, "BILLING") {
+		t.Errorf("dev's live data: %s", api)
+	}
+	// The selector as a query parameter.
+	req, _ := http.NewRequest("GET", root+"/?namespace=test", nil)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ns/test/" {
+		t.Errorf("/?namespace=test: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	must(t, "GET", root+"/?namespace=nope", "", http.StatusNotFound)
+}
