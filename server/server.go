@@ -1,6 +1,11 @@
 // Package server serves Eureka's REST API (and goreka's operator pages) over
 // HTTP with gin. Handlers are thin: they read the request, call the registry
 // or the response cache, and write exactly what a Java Eureka server writes.
+//
+// A Server is one registry's API. Namespaces (docs/DESIGN.md "Namespaces")
+// are further Servers: the default one routes /ns/{name}/... to them
+// (SetNamespaces, namespaces.go), taking the prefix off, so that each
+// serves exactly what the default one serves.
 package server
 
 import (
