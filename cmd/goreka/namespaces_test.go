@@ -212,7 +212,7 @@ func TestNamespacesReplicatePerNamespace(t *testing.T) {
 	for ports[1] == ports[0] {
 		ports[1] = freePort(t, "127.0.0.1")
 	}
-	nodes := clCluster(t, ips, ports, false, "--goreka.namespaces.allowed=dev,test")
+	nodes := clCluster(t, ips, ports, false, "--goreka.namespaces.allowed=dev,test", "--goreka.namespaces.auto-create=true")
 	a, b := nodes[0], nodes[1]
 	nsRegister(t, a, "dev", "ORDERS", "o-dev")
 	nsRegister(t, a, "test", "ORDERS", "o-test")
@@ -225,6 +225,13 @@ func TestNamespacesReplicatePerNamespace(t *testing.T) {
 	if ids, _ := appInstances(b, "ORDERS"); len(ids) != 0 {
 		t.Errorf("B's default namespace got namespaced instances: %v", ids)
 	}
+	// A namespace auto-created on A by a client is auto-created on B by
+	// A's replication.
+	nsRegister(t, a, "qa", "ORDERS", "o-qa")
+	waitUntil(t, "B has ORDERS/o-qa in the auto-created qa", clDeadline, func() (bool, string) {
+		code, body, err := do("GET", nsBase(b, "qa")+"/apps/ORDERS", "")
+		return code == http.StatusOK && strings.Contains(string(body), "o-qa"), fmt.Sprint(code, err, string(body))
+	})
 	// Heartbeats and cancels go to the same namespace.
 	must(t, "DELETE", nsBase(a, "dev")+"/apps/ORDERS/o-dev", "", http.StatusOK)
 	waitUntil(t, "B's dev loses o-dev", clDeadline, func() (bool, string) {
