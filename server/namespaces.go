@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // NamespacePrefix starts the path of every namespace but the default one:
@@ -69,19 +70,21 @@ func (s *Server) SetNamespaces(ns Namespaces) { s.namespaces = ns }
 // namespace's own Server then authenticates again with the users scoped
 // to it.
 func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	name, rest, _ := strings.Cut(r.URL.Path[len(NamespacePrefix):], "/")
 	if o := &s.ops; o.authOn && o.users.find(r.Header.Get("Authorization")) == nil {
 		w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
 		w.WriteHeader(http.StatusUnauthorized)
+		s.ops.refused(r, http.StatusUnauthorized, 0, start)
 		return
 	}
 	if err := ValidateNamespace(name); err != nil {
-		namespaceError(w, err)
+		s.namespaceError(w, r, err, start)
 		return
 	}
 	ns, err := s.namespaces.Namespace(name)
 	if err != nil {
-		namespaceError(w, err)
+		s.namespaceError(w, r, err, start)
 		return
 	}
 	if rest == "" && r.Method == http.MethodGet && !strings.HasSuffix(requestPath(r), "/") {
@@ -94,7 +97,7 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	ns.ServeHTTP(w, r)
 }
 
-func namespaceError(w http.ResponseWriter, err error) {
+func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
 	code, msg := http.StatusInternalServerError, err.Error()
 	if ne, ok := err.(*NamespaceError); ok {
 		code = ne.Status
@@ -102,4 +105,20 @@ func namespaceError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(msg))
+	s.ops.refused(r, code, len(msg), start)
+}
+
+// refused records an answer of the namespace router, which no route saw,
+// as gin's 404s are: route="unmatched", method="other" in the default
+// namespace's metrics, and a line in the access log.
+func (o *Ops) refused(r *http.Request, code, size int, start time.Time) {
+	took := time.Since(start)
+	if o.metrics != nil && o.unmatched != nil {
+		o.unmatched.observe.Observe(took.Seconds())
+		o.unmatched.count(code)
+	}
+	if o.access {
+		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", unmatchedRoute, "status", code,
+			"bytes", size, "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
+	}
 }

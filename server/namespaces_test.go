@@ -71,6 +71,17 @@ func TestNamespaceRouting(t *testing.T) {
 	if w := def.do(t, "GET", "/ns/Bad/eureka/apps", "all:a", ""); w.Code != 400 || !strings.Contains(w.Body.String(), `"Bad"`) {
 		t.Fatalf("bad name: %d %q", w.Code, w.Body)
 	}
+	// The router's answers are counted as unmatched requests.
+	body := def.do(t, "GET", "/metrics", "all:a", "").Body.String()
+	for _, want := range []string{
+		`goreka_http_requests_total{code="401",method="other",namespace="default",route="unmatched"} 2`,
+		`goreka_http_requests_total{code="404",method="other",namespace="default",route="unmatched"} 1`,
+		`goreka_http_requests_total{code="400",method="other",namespace="default",route="unmatched"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	if w := def.do(t, "GET", "/ns/dev", "all:a", ""); w.Code != http.StatusFound || w.Header().Get("Location") != "/ns/dev/" {
 		t.Fatalf("/ns/dev: %d %q", w.Code, w.Header().Get("Location"))
 	}
