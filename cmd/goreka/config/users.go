@@ -73,7 +73,7 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 		idx, field, ok := strings.Cut(rest, "].")
 		n, err := strconv.Atoi(idx)
 		if !ok || err != nil || n < 0 || n >= maxUsers {
-			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles or .apps with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
+			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles, .apps or .namespaces with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
 			continue
 		}
 		if i := strings.IndexByte(field, '['); i > 0 {
