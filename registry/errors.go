@@ -30,6 +30,15 @@ func (e *ConflictError) Error() string {
 	return "the stored copy of " + e.Stored.Instance.ID() + " is newer than the sender's"
 }
 
+// LimitError is a registration of a new instance refused because the
+// registry holds Options.MaxInstances leases already; the registry is
+// unchanged.
+type LimitError struct{ Max int }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("registry full: it holds the maximum of %d instances (goreka.namespaces.max-instances); this instance is not registered", e.Max)
+}
+
 // ValidationError is a request the registry refuses, with a message naming
 // what is wrong. Registrations use Eureka's own messages
 // (ApplicationResource.addInstance); Eureka answers them with 400.

@@ -29,6 +29,11 @@ type Options struct {
 	// OnRenew, if set, is called after every heartbeat that found its
 	// lease, synchronously and possibly concurrently.
 	OnRenew func(Renewal)
+	// MaxInstances, when positive, bounds the number of leases: a
+	// registration of a new instance beyond it is refused with a
+	// *LimitError (goreka.namespaces.max-instances bounds a namespace's
+	// registry). Re-registrations of stored instances are always accepted.
+	MaxInstances int
 }
 
 type change struct {
@@ -44,6 +49,7 @@ type Registry struct {
 	syncTS  bool
 	onEvent func(Event)
 	onRenew func(Renewal)
+	maxN    int // Options.MaxInstances
 
 	mu        sync.RWMutex
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
@@ -93,6 +99,7 @@ func New(o Options) *Registry {
 		syncTS:      !o.IgnoreDirtyTimestamps,
 		onEvent:     o.OnEvent,
 		onRenew:     o.OnRenew,
+		maxN:        o.MaxInstances,
 		apps:        make(map[string]map[string]*lease),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),

@@ -67,6 +67,10 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 		r.mu.Unlock()
 		return nil, errStatic(in.App, in.ID())
 	}
+	if r.maxN > 0 && r.size >= r.maxN && r.apps[in.App][in.ID()] == nil {
+		r.mu.Unlock()
+		return nil, &LimitError{Max: r.maxN}
+	}
 	reg := r.registerLocked(in, fromPeer, now)
 	r.mu.Unlock()
 	r.deliver()

@@ -224,3 +224,27 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// InNamespace returns the peer as seen by goreka namespace name: its URLs
+// with /ns/{name}/ put before their last path segment
+// (http://h:8761/eureka/ becomes http://h:8761/ns/dev/eureka/), its
+// credentials kept. ok is false for a URL without a path segment (such as
+// http://h:8761/), which has no place for the namespace.
+func (p Peer) InNamespace(name string) (q Peer, ok bool) {
+	insert := func(u string) (string, bool) {
+		rest := strings.TrimSuffix(u, "/")
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 || strings.HasSuffix(rest[:i], "/") { // scheme://host has no path
+			return "", false
+		}
+		return rest[:i] + "/ns/" + name + rest[i:] + "/", true
+	}
+	q = p
+	if q.URL, ok = insert(p.URL); !ok {
+		return Peer{}, false
+	}
+	if q.BaseURL, ok = insert(p.BaseURL); !ok {
+		return Peer{}, false
+	}
+	return q, true
+}

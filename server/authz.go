@@ -32,6 +32,9 @@ type UserConfig struct {
 	// character), matched case-insensitively (ASCII) against the app of
 	// the request path. Empty means none, except for a peer: all.
 	Apps []string
+	// Namespaces, when not empty, are the only namespaces the user may use
+	// at all, reads included ("default" is /eureka/); empty: every one.
+	Namespaces []string
 }
 
 // principal is who a request's credentials name and what it may write.
@@ -42,7 +45,9 @@ type principal struct {
 	peer     bool // may post replication batches
 	allApps  bool
 	apps     []string // upper-cased patterns
-	cred     credential
+	// namespaces, when not nil, are the namespaces the user may use.
+	namespaces []string
+	cred       credential
 }
 
 // newPrincipal checks a configured user and builds its principal.
@@ -54,6 +59,11 @@ func newPrincipal(u UserConfig) (*principal, error) {
 		return nil, fmt.Errorf("user %q has no password", u.Name)
 	}
 	p := &principal{name: u.Name, cred: newCredential(u.Name, u.Password)}
+	for _, ns := range u.Namespaces {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			p.namespaces = append(p.namespaces, ns)
+		}
+	}
 	for _, r := range u.Roles {
 		switch strings.ToLower(strings.TrimSpace(r)) {
 		case RolePeer:

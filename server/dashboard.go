@@ -81,6 +81,22 @@ type DashboardData struct {
 	// gone, probed or reported first), LifecycleMore how many are left out.
 	LifecycleInstances []DashboardLifecycle
 	LifecycleMore      int
+
+	// Namespace is the namespace this dashboard shows ("" or "default":
+	// the default one), PathPrefix the path its server is reached under
+	// ("/ns/dev"; "" for the default one): the page's own links start
+	// with it.
+	Namespace, PathPrefix string
+	// Namespaces are the namespace selector's entries, the default one
+	// first; fewer than two hide it.
+	Namespaces []DashboardNamespace
+}
+
+// DashboardNamespace is one entry of the namespace selector.
+type DashboardNamespace struct {
+	Name    string `json:"name"`
+	Href    string `json:"href"` // absolute path of its dashboard
+	Current bool   `json:"current"`
 }
 
 // DashboardCount is one state's count.
@@ -173,13 +189,27 @@ func rootRel(p string) string {
 
 func (d *dashboard) page(c *gin.Context, name, path string) {
 	v := d.view(name == "status")
+	if ns, ok := queryValue(c.Request.URL.RawQuery, "namespace"); ok {
+		// ?namespace=NAME is the selector as a query: go to its dashboard.
+		for _, n := range v.Data.Namespaces {
+			if n.Name == ns {
+				c.Redirect(http.StatusFound, n.Href)
+				return
+			}
+		}
+		c.Data(http.StatusNotFound, "text/plain; charset=UTF-8", []byte("unknown namespace "+quote(ns)))
+		return
+	}
 	v.Page = name
 	v.Root = rootRel(path)
-	v.Home = d.base
+	v.Home = v.Data.PathPrefix + d.base
 	if v.Home == "" {
 		v.HomeHref = "/"
 	} else {
 		v.HomeHref = v.Home
+		if d.base == "" {
+			v.HomeHref += "/"
+		}
 	}
 	if name == "lastn" {
 		v.Registered = lastNRows(d.s.reg.RecentlyRegistered())

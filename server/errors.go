@@ -19,6 +19,7 @@ import (
 //   - *registry.ConflictError: 409, the sender adopts the stored copy
 //   - *registry.ValidationError: 400 (Eureka answers some of these with 500,
 //     a caller's mistake is a 400 here so the sender's logs say what is wrong)
+//   - *registry.LimitError: 403 with the reason (goreka.namespaces.max-instances)
 //   - anything else: 500
 func statusOf(err error) int {
 	if err == nil {
@@ -34,6 +35,7 @@ func errorStatus(err error) int {
 	var (
 		conflict *registry.ConflictError
 		invalid  *registry.ValidationError
+		limit    *registry.LimitError
 	)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
@@ -42,6 +44,8 @@ func errorStatus(err error) int {
 		return http.StatusConflict
 	case errors.As(err, &invalid):
 		return http.StatusBadRequest
+	case errors.As(err, &limit):
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }
@@ -62,6 +66,8 @@ func (s *Server) answerError(c *gin.Context, err error) {
 	switch {
 	case code == http.StatusBadRequest:
 		badRequest(c, "%s", err.Error())
+	case code == http.StatusForbidden:
+		c.Data(code, "text/plain; charset=UTF-8", []byte(err.Error()))
 	case errors.As(err, &conflict):
 		s.writeInstance(c, http.StatusConflict, conflict.Stored)
 	case code == http.StatusInternalServerError:

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,9 @@ type AuthConfig struct {
 	// (goreka.security.users); any of them turns authentication on, even
 	// without Password.
 	Users []UserConfig
+	// Namespace is the namespace the Server serves, for the users scoped
+	// to namespaces (UserConfig.Namespaces); "" is "default".
+	Namespace string
 }
 
 // OpsConfig configures the operational layer around a Server.
@@ -69,8 +73,9 @@ type Ops struct {
 	ready atomic.Bool
 	down  atomic.Bool
 
-	authOn bool
-	users  users
+	authOn    bool
+	users     users
+	namespace string // AuthConfig.Namespace
 
 	// routes holds the metric children bound to each (method, route
 	// pattern) seen so far. It is copied on write under routesMu, so that a
@@ -176,6 +181,10 @@ func (o *Ops) configureAuth(a AuthConfig) error {
 		return nil
 	}
 	o.authOn = true
+	o.namespace = a.Namespace
+	if o.namespace == "" {
+		o.namespace = "default"
+	}
 	if a.Password != "" {
 		user := a.User
 		if user == "" {
@@ -238,6 +247,9 @@ func (o *Ops) authenticate(c *gin.Context) {
 	case p == nil:
 		c.Header("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
 		c.AbortWithStatus(http.StatusUnauthorized)
+	case p.namespaces != nil && !slices.Contains(p.namespaces, o.namespace):
+		c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte("user "+p.name+" may not use namespace "+o.namespace))
+		c.Abort()
 	case isRead(c.Request.Method) || p.admin:
 	case p.readOnly:
 		c.AbortWithStatus(http.StatusForbidden)

@@ -238,20 +238,20 @@ func TestHTTPMetricsAndFetches(t *testing.T) {
 
 	body := f.do(t, "GET", PrometheusPath, "", "").Body.String()
 	for _, s := range []string{
-		`goreka_http_requests_total{code="200",method="PUT",route="/eureka/apps/:app/:id"} 2`,
-		`goreka_http_requests_total{code="404",method="PUT",route="/eureka/apps/:app/:id"} 1`,
-		`goreka_http_requests_total{code="204",method="POST",route="/eureka/apps/:app"} 1`,
-		`goreka_http_requests_total{code="200",method="GET",route="/eureka/apps/delta"} 2`,
-		`goreka_http_requests_total{code="404",method="other",route="unmatched"} 1`,
-		`goreka_http_request_duration_seconds_count{method="PUT",route="/eureka/apps/:app/:id"} 3`,
-		`goreka_registry_fetches_total{kind="full"} 1`,
-		`goreka_registry_fetches_total{kind="delta"} 2`,
-		`goreka_registry_fetches_total{kind="app"} 1`,
-		`goreka_registry_fetches_total{kind="vip"} 1`,
-		`goreka_registry_fetches_total{kind="svip"} 1`,
-		`goreka_renews_total{replication="false"} 2`,
-		`goreka_registrations_total{replication="false"} 1`,
-		`eureka_server_instances{application="ORDERS",status="UP"} 1`,
+		`goreka_http_requests_total{code="200",method="PUT",namespace="default",route="/eureka/apps/:app/:id"} 2`,
+		`goreka_http_requests_total{code="404",method="PUT",namespace="default",route="/eureka/apps/:app/:id"} 1`,
+		`goreka_http_requests_total{code="204",method="POST",namespace="default",route="/eureka/apps/:app"} 1`,
+		`goreka_http_requests_total{code="200",method="GET",namespace="default",route="/eureka/apps/delta"} 2`,
+		`goreka_http_requests_total{code="404",method="other",namespace="default",route="unmatched"} 1`,
+		`goreka_http_request_duration_seconds_count{method="PUT",namespace="default",route="/eureka/apps/:app/:id"} 3`,
+		`goreka_registry_fetches_total{kind="full",namespace="default"} 1`,
+		`goreka_registry_fetches_total{kind="delta",namespace="default"} 2`,
+		`goreka_registry_fetches_total{kind="app",namespace="default"} 1`,
+		`goreka_registry_fetches_total{kind="vip",namespace="default"} 1`,
+		`goreka_registry_fetches_total{kind="svip",namespace="default"} 1`,
+		`goreka_renews_total{namespace="default",replication="false"} 2`,
+		`goreka_registrations_total{namespace="default",replication="false"} 1`,
+		`eureka_server_instances{application="ORDERS",namespace="default",status="UP"} 1`,
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("metrics lack %s", s)
@@ -318,16 +318,16 @@ func TestRouteLabels(t *testing.T) {
 
 	body := f.do(t, "GET", MetricsPath, cred, "").Body.String()
 	for _, s := range []string{
-		`goreka_http_requests_total{code="204",method="GET",route="/goreka/static/*file"} 1`,
-		`goreka_http_requests_total{code="200",method="GET",route="/eureka/apps/delta"} 1`,
-		`goreka_http_requests_total{code="405",method="other",route="unmatched"} 2`,
-		`goreka_http_requests_total{code="404",method="other",route="unmatched"} 1`,
-		`goreka_http_requests_total{code="401",method="other",route="unmatched"} 1`,
-		`goreka_http_requests_total{code="401",method="PUT",route="/eureka/apps/:app/:id"} 1`,
-		`goreka_http_requests_total{code="200",method="HEAD",route="/actuator/health/liveness"} 1`,
-		`goreka_registry_fetches_total{kind="delta"} 1`,
+		`goreka_http_requests_total{code="204",method="GET",namespace="default",route="/goreka/static/*file"} 1`,
+		`goreka_http_requests_total{code="200",method="GET",namespace="default",route="/eureka/apps/delta"} 1`,
+		`goreka_http_requests_total{code="405",method="other",namespace="default",route="unmatched"} 2`,
+		`goreka_http_requests_total{code="404",method="other",namespace="default",route="unmatched"} 1`,
+		`goreka_http_requests_total{code="401",method="other",namespace="default",route="unmatched"} 1`,
+		`goreka_http_requests_total{code="401",method="PUT",namespace="default",route="/eureka/apps/:app/:id"} 1`,
+		`goreka_http_requests_total{code="200",method="HEAD",namespace="default",route="/actuator/health/liveness"} 1`,
+		`goreka_registry_fetches_total{kind="delta",namespace="default"} 1`,
 		// Bound at EnableOps: exposed before their first request.
-		`goreka_http_request_duration_seconds_count{method="GET",route="/eureka/vips/:vip"} 0`,
+		`goreka_http_request_duration_seconds_count{method="GET",namespace="default",route="/eureka/vips/:vip"} 0`,
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("metrics lack %s", s)
@@ -365,7 +365,7 @@ func TestRecoveredPanicIsCounted(t *testing.T) {
 	f.srv.Engine().GET("/boom", func(*gin.Context) { panic("boom") })
 	expect(t, f.do(t, "GET", "/boom", "", ""), 500, "")
 	body := f.do(t, "GET", MetricsPath, "", "").Body.String()
-	if s := `goreka_http_requests_total{code="500",method="GET",route="/boom"} 1`; !strings.Contains(body, s) {
+	if s := `goreka_http_requests_total{code="500",method="GET",namespace="default",route="/boom"} 1`; !strings.Contains(body, s) {
 		t.Fatalf("metrics lack %s:\n%s", s, body)
 	}
 }

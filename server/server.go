@@ -1,6 +1,11 @@
 // Package server serves Eureka's REST API (and goreka's operator pages) over
 // HTTP with gin. Handlers are thin: they read the request, call the registry
 // or the response cache, and write exactly what a Java Eureka server writes.
+//
+// A Server is one registry's API. Namespaces (docs/DESIGN.md "Namespaces")
+// are further Servers: the default one routes /ns/{name}/... to them
+// (SetNamespaces, namespaces.go), taking the prefix off, so that each
+// serves exactly what the default one serves.
 package server
 
 import (
@@ -78,6 +83,8 @@ type Server struct {
 	fetchLimit *fetchLimiter
 	// regions are the remote regions (regions.go).
 	regions Regions
+	// namespaces serves /ns/{name}/... (SetNamespaces); nil: none.
+	namespaces Namespaces
 }
 
 // New builds a Server and its routes.
@@ -144,6 +151,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := normalizePath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path = p
 		r.URL.RawPath = ""
+	}
+	if s.namespaces != nil && strings.HasPrefix(r.URL.Path, NamespacePrefix) {
+		s.serveNamespace(w, r)
+		return
 	}
 	s.engine.ServeHTTP(w, r)
 }

@@ -12,18 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
-	"github.com/goreka/goreka/health"
-	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
-	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
-	"github.com/goreka/goreka/snapshot"
 )
 
 // app is one goreka server: registry, cache, eviction, replication and HTTP,
@@ -34,20 +29,14 @@ type app struct {
 	now     func() time.Time
 	started time.Time
 
-	reg     *registry.Registry
-	cache   *cache.Cache
-	regions server.Regions // eureka.server.remote-region-*
-	evictor *eviction.Evictor
-	health  *health.Monitor
-	repl    *replication.Replicator
+	// The default namespace's stack (/eureka/...): its fields (reg,
+	// cache, evictor, repl, srv, ...) are the app's.
+	*stack
+	ns      *namespaces // the /ns/{name}/ stacks
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
-	srv     *server.Server // the HTTP handler
-	api     *api.API       // the read API for tools, fed from onEvent
-	ops     *server.Ops    // readiness and shutdown state of srv
-	metrics *metrics.Metrics
+	metrics *metrics.Metrics // the process's metric set, served at /metrics
 	http    *http.Server
-	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 	me      replication.SelfInfo
 
 	// reload re-reads the configuration's service URLs and hup asks for it
@@ -69,27 +58,22 @@ var (
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
 	a := &app{cfg: cfg, log: log, now: now, started: now()}
 
-	a.reg = registry.New(registryOptions(cfg, now, a.onEvent, a.onRenew))
-	a.api = api.New(a.reg, apiConfig(now)) // before any write: its index starts from the empty registry
-	if cfg.Goreka.Snapshot.Path != "" {
-		a.snap = snapshot.New(a.reg, snapshotConfig(cfg, now, log))
-	}
-	// Static registrations first: a snapshot or a peer's copy of the same
-	// instance does not replace them.
-	if err := a.applyStatic(cfg); err != nil {
-		return nil, err
-	}
-	a.evictor = eviction.New(a.reg, evictionConfig(cfg, now, log))
-	a.health = health.New(a.reg, a.evictor, nil, healthConfig(cfg, now, log))
-
 	self := selfInfo(cfg)
 	a.me = self
 	peers, err := replication.Peers(peerURLs(cfg), self)
 	if err != nil {
 		return nil, err
 	}
+	if a.stack, err = a.newStack(defaultNamespace, peers); err != nil {
+		return nil, err
+	}
+	// Static registrations before the snapshot and the start-up sync
+	// (run): a snapshot's or a peer's copy of the same instance does not
+	// replace them.
+	if err := a.applyStatic(cfg); err != nil {
+		return nil, err
+	}
 	rc := replicationConfig(cfg, now, log)
-	a.repl = replication.New(rc, a.reg, peers)
 	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
@@ -97,39 +81,10 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		// Also without peers yet: DNS or a reload may add them.
 		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
 	}
-
-	if a.regions, err = remoteRegions(cfg, now, log, a.onRegionChange); err != nil {
+	if a.ns, err = newNamespaces(a, peers); err != nil {
 		return nil, err
 	}
-	a.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewRegionLoader(a.reg, codecs(cfg), a.regions))
-	a.srv = server.New(serverConfig(cfg), server.Deps{
-		Regions:  a.regions,
-		Registry: a.reg,
-		Cache:    a.cache,
-		Gate:     a.evictor,
-		Expiry:   a.evictor,
-		Status:   a,
-		Logger:   log.With("component", "http"),
-		Now:      now,
-	})
-	a.srv.MountAPI(a.api)
-	if cfg.Goreka.ConsulAPI {
-		a.srv.MountConsulAPI(a.api)
-	}
-	a.srv.MountReports(server.ReporterFunc(func(app, id, reporter, reason string) (string, bool, error) {
-		out, err := a.health.Report(app, id, reporter, reason)
-		return string(out), out == health.ReportLimited, err
-	}))
-	if cfg.Dashboard.Enabled {
-		a.srv.MountDashboard(cfg.Dashboard.Path, a)
-	}
-
-	a.metrics = metrics.New(metrics.Sources{Cache: a.cache.Stats})
-	a.metrics.MustRegister(a.evictor.Collector(), a.repl.Collector(), a.health.Collector(), a.srv.RateLimitCollector(), a.srv.FetchLimitCollector())
-	if a.regions.Set.Len() > 0 {
-		a.metrics.MustRegister(a.regions.Set.Collector())
-	}
-	a.ops = a.srv.EnableOps(opsConfig(cfg, log, a.metrics))
+	a.srv.SetNamespaces(a.ns)
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
 }
@@ -144,57 +99,6 @@ func peerURLs(cfg *config.Config) []string {
 		return nil
 	}
 	return cfg.PeerURLs()
-}
-
-// onEvent fans a registry change out, in revision order: cache
-// invalidation, replication to peers (which skips changes from peers and
-// evictions), the read API's index and watch history, metrics, logs.
-func (a *app) onEvent(e registry.Event) {
-	in := e.Instance()
-	if e.Changed && a.cache != nil {
-		a.cache.Invalidate(e.App, in.VIPAddress, in.SecureVIPAddress)
-	}
-	if a.repl != nil {
-		a.repl.OnEvent(e)
-	}
-	if a.api != nil {
-		a.api.OnEvent(e)
-	}
-	if a.metrics != nil {
-		a.metrics.OnEvent(e)
-	}
-	switch e.Kind {
-	case registry.EventStatusCorrected:
-		a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
-	case registry.EventRegister:
-		a.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
-	case registry.EventCancel:
-		a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
-	case registry.EventEvict:
-		// logged by the eviction job ("evicted expired lease"): one line per eviction
-	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
-		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
-	case registry.EventProbeStatus, registry.EventHeldStatus:
-		if e.Changed {
-			a.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
-		}
-	case registry.EventOverrideStored:
-		a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
-	}
-}
-
-// onRenew passes a heartbeat on to replication and metrics. It runs on the
-// renew path, concurrently: nothing here blocks or allocates.
-func (a *app) onRenew(rn registry.Renewal) {
-	if a.repl != nil {
-		a.repl.OnRenew(rn)
-	}
-	if a.metrics != nil {
-		a.metrics.OnRenew(rn)
-	}
-	if a.log.Enabled(context.Background(), slog.LevelDebug) {
-		a.log.Debug("renewed", "app", rn.App, "instance", rn.ID, "replication", rn.FromPeer)
-	}
 }
 
 // StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
@@ -251,28 +155,15 @@ func formatUptime(d time.Duration) string {
 func (a *app) run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	restored := 0
-	if a.snap != nil {
-		// Before serving and before the peer sync, whose newer copies win.
-		restored = a.snap.Restore()
-		wg.Go(func() { a.runLoop(ctx, "snapshot", a.snap.Run) })
-	}
-	wg.Go(func() { a.runLoop(ctx, "cache", a.cache.Run) })
-	if a.regions.Set.Len() > 0 {
-		wg.Go(func() { a.runLoop(ctx, "remote regions", a.regions.Set.Run) })
-	}
-	wg.Go(func() { a.runLoop(ctx, "eviction", a.evictor.Run) })
-	wg.Go(func() { a.runLoop(ctx, "health", a.health.Run) })
+	var wg, replWG sync.WaitGroup
 	// Replication gets its own context: at shutdown its senders stop first,
 	// then Flush sends what is still queued.
 	replCtx, replStop := context.WithCancel(ctx)
 	defer replStop()
-	replDone := make(chan struct{})
-	go func() {
-		defer close(replDone)
-		a.runLoop(replCtx, "replication", a.repl.Run)
-	}()
+	restored := a.startLoops(a, ctx, replCtx, &wg, &replWG)
+	// The namespaces configured or restored at start-up start here; those
+	// created later start when they are created.
+	a.ns.start(ctx, replCtx, &wg, &replWG)
 
 	errc := make(chan error, 1)
 	go func() {
@@ -294,19 +185,8 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		w.Init(ctx)
 		wg.Go(func() { a.runLoop(ctx, "peer discovery", w.Run) })
 	}
-	count := a.syncUp(ctx)
-	if restored > 0 && count == 0 {
-		// Standalone, or no peer answered: the snapshot is the best estimate
-		// of the clients that will renew. When peers answered, their count
-		// wins, as in Eureka: restored instances that died while this node
-		// was down are not counted, so they cannot hold self-preservation
-		// on and keep themselves from being evicted.
-		count = a.reg.Renewing()
-	}
-	// The listener served health probes during the sync; reads waited for
-	// this (eviction's AllowAccess).
-	a.evictor.OpenAfterSync(count)
-	a.ops.SetReady(true)
+	a.open(a.syncUp(ctx, a.stack), restored)
+	a.ns.openAll(ctx)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
 	}
@@ -319,26 +199,32 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	}
 	a.log.Info("shutting down")
-	a.ops.SetShuttingDown()
+	for _, s := range a.stacks() {
+		s.ops.SetShuttingDown()
+	}
 	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.Goreka.HTTP.ShutdownTimeout)
 	defer scancel()
 	if err := a.http.Shutdown(sctx); err != nil {
 		a.log.Warn("HTTP shutdown did not finish in time", "err", err)
 	}
 	replStop()
-	<-replDone
+	replWG.Wait()
 	// Its own deadline: a drain that used up the HTTP shutdown time must not
 	// leave the queued cancels of a rolling deploy unsent.
 	es := a.cfg.EurekaServer
 	fctx, fcancel := context.WithTimeout(context.Background(), es.PeerNodeConnectTimeout+2*es.PeerNodeReadTimeout)
 	defer fcancel()
-	if err := a.repl.Flush(fctx); err != nil {
-		a.log.Warn("replication queues not flushed before the deadline", "err", err)
+	for _, s := range a.stacks() {
+		if err := s.repl.Flush(fctx); err != nil {
+			s.log.Warn("replication queues not flushed before the deadline", "err", err)
+		}
 	}
 	cancel()
 	wg.Wait()
-	if a.snap != nil {
-		_ = a.snap.Flush() // after the last request; the store logs a failure
+	for _, s := range a.stacks() {
+		if s.snap != nil {
+			_ = s.snap.Flush() // after the last request; the store logs a failure
+		}
 	}
 	return serveErr
 }
@@ -354,40 +240,32 @@ func (a *app) applyPeers(urls []string) {
 	if a.self != nil {
 		a.self.SetPeers(peers)
 	}
+	a.ns.setPeers(peers)
 }
 
 // syncUp is Eureka's start-up sync: copy the peers' registries before
 // serving. goreka makes at least one attempt when it has peers (Spring's
 // registry-sync-retries=0 makes none), so a restarted node serves the whole
 // registry from its first request.
-func (a *app) syncUp(ctx context.Context) int {
-	if len(a.repl.Peers()) == 0 {
+func (a *app) syncUp(ctx context.Context, s *stack) int {
+	if len(s.repl.Peers()) == 0 {
 		return 0
 	}
 	attempts := max(1, a.cfg.EurekaServer.RegistrySyncRetries)
-	n, err := a.repl.SyncUp(ctx, attempts, a.cfg.EurekaServer.RegistrySyncRetryWait)
+	n, err := s.repl.SyncUp(ctx, attempts, a.cfg.EurekaServer.RegistrySyncRetryWait)
 	if err != nil {
-		a.log.Warn("start-up sync with peers incomplete", "copied", n, "err", err)
+		s.log.Warn("start-up sync with peers incomplete", "copied", n, "err", err)
 	} else {
-		a.log.Info("start-up sync with peers done", "copied", n)
+		s.log.Info("start-up sync with peers done", "copied", n)
 	}
 	return n
 }
 
+// stacks are the default namespace's stack and every other namespace's.
+func (a *app) stacks() []*stack { return append([]*stack{a.stack}, a.ns.list()...) }
+
 func (a *app) runLoop(ctx context.Context, name string, f func(context.Context) error) {
 	if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		a.log.Error("background loop stopped", "loop", name, "err", err)
-	}
-}
-
-// onRegionChange drops the cached reads a remote region's new copy changes:
-// those of every changed instance's application and VIPs, and the registry
-// documents with their region variants.
-func (a *app) onRegionChange(ch region.Change) {
-	for _, in := range ch.Instances {
-		a.cache.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
-	}
-	if ch.Delta || len(ch.Instances) == 0 {
-		a.cache.Invalidate("", "", "")
 	}
 }

@@ -348,7 +348,7 @@ func clExercise(t *testing.T, nodes []*node) {
 		until := time.Now().Add(8 * time.Second)
 		for time.Now().Before(until) {
 			m := scrape(t, a)
-			d := m[`goreka_replication_queue_depth{peer="`+peer+`"}`]
+			d := m[`goreka_replication_queue_depth{namespace="default",peer="`+peer+`"}`]
 			maxDepth = max(maxDepth, d)
 			if d > bound {
 				t.Errorf("A's queue for hung B holds %v tasks, want at most %v", d, bound)
@@ -357,9 +357,9 @@ func clExercise(t *testing.T, nodes []*node) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		m := scrape(t, a)
-		coalesced := m[`goreka_replication_coalesced_total{peer="`+peer+`"}`]
-		expired := m[`goreka_replication_expired_total{peer="`+peer+`"}`]
-		dropped := m[`goreka_replication_dropped_total{peer="`+peer+`"}`]
+		coalesced := m[`goreka_replication_coalesced_total{namespace="default",peer="`+peer+`"}`]
+		expired := m[`goreka_replication_expired_total{namespace="default",peer="`+peer+`"}`]
+		dropped := m[`goreka_replication_dropped_total{namespace="default",peer="`+peer+`"}`]
 		t.Logf("measured: A's queue for hung B: max depth %v over %d samples; coalesced %v, expired %v, dropped %v",
 			maxDepth, samples, coalesced, expired, dropped)
 		if maxDepth == 0 || coalesced+expired == 0 {
@@ -386,7 +386,7 @@ func clExercise(t *testing.T, nodes []*node) {
 		}
 		waitUntil(t, "A replicates to B again", clDeadline, func() (bool, string) {
 			m := scrape(t, a)
-			up, d := m[`goreka_replication_peer_up{peer="`+peer+`"}`], m[`goreka_replication_queue_depth{peer="`+peer+`"}`]
+			up, d := m[`goreka_replication_peer_up{namespace="default",peer="`+peer+`"}`], m[`goreka_replication_queue_depth{namespace="default",peer="`+peer+`"}`]
 			return up == 1 && d <= n, fmt.Sprintf("peer up %v, depth %v", up, d)
 		})
 	})
@@ -429,8 +429,8 @@ func TestEvictionSilentInstance(t *testing.T) {
 	t.Logf("measured: silent instance with a 1 s lease left /eureka/apps %s after registering",
 		time.Since(registered).Round(time.Millisecond))
 	m := scrape(t, n)
-	if m["goreka_lease_expiration_enabled"] != 1 {
-		t.Errorf("goreka_lease_expiration_enabled = %v, want 1", m["goreka_lease_expiration_enabled"])
+	if m[`goreka_lease_expiration_enabled{namespace="default"}`] != 1 {
+		t.Errorf("goreka_lease_expiration_enabled = %v, want 1", m[`goreka_lease_expiration_enabled{namespace="default"}`])
 	}
 }
 
@@ -449,7 +449,7 @@ func TestEvictionSelfPreservationHoldsSilentInstance(t *testing.T) {
 	// one = 2, threshold (int)(2 x 2 x 0.85) = 3, renewals 0: held.
 	waitUntil(t, "eviction run holds the expired instance back", clDeadline, func() (bool, string) {
 		m := scrape(t, n)
-		held, active := m["goreka_evictions_held_back"], m["goreka_self_preservation_active"]
+		held, active := m[`goreka_evictions_held_back{namespace="default"}`], m[`goreka_self_preservation_active{namespace="default"}`]
 		return held >= 1 && active == 1, fmt.Sprintf("held back %v, self-preservation active %v", held, active)
 	})
 	// Several more eviction runs (1 s apart) after the lease expired.
@@ -459,9 +459,9 @@ func TestEvictionSelfPreservationHoldsSilentInstance(t *testing.T) {
 		t.Fatalf("instance evicted despite self-preservation: %d %v", code, ids)
 	}
 	m := scrape(t, n)
-	if m["goreka_lease_expiration_enabled"] != 0 || m["goreka_evictions_held_back"] < 1 {
+	if m[`goreka_lease_expiration_enabled{namespace="default"}`] != 0 || m[`goreka_evictions_held_back{namespace="default"}`] < 1 {
 		t.Errorf("lease expiration enabled %v, held back %v; want 0, >= 1",
-			m["goreka_lease_expiration_enabled"], m["goreka_evictions_held_back"])
+			m[`goreka_lease_expiration_enabled{namespace="default"}`], m[`goreka_evictions_held_back{namespace="default"}`])
 	}
 	t.Logf("measured: expired instance still in /eureka/apps %s after registering, held back by self-preservation",
 		time.Since(registered).Round(time.Millisecond))

@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
 )
 
@@ -58,6 +59,9 @@ Flags (anywhere on the line):
                  user:password@ in the URL is used for basic auth
   -user NAME, -password PASS   basic auth (default $GOREKA_USER, $GOREKA_PASSWORD)
   -o table|json  output: tables for people (default), JSON for scripts
+  -namespace NAME  the namespace to work on (default $GOREKA_NAMESPACE, else
+                 default: /eureka/); a -server URL ending in /ns/NAME/eureka/
+                 names one too
   -timeout D     per request (default 10s; the watch has none)
   -n N           watch: exit after N changes
 
@@ -82,6 +86,7 @@ func failf(code int, format string, args ...any) error {
 type ctl struct {
 	server, user, password string
 	output                 string
+	namespace              string // -namespace: "" or "default" is /eureka/
 	timeout                time.Duration
 	count                  int
 	stdout                 io.Writer
@@ -105,6 +110,7 @@ func runCtl(args, environ []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.user, "user", env("GOREKA_USER"), "")
 	fs.StringVar(&c.password, "password", env("GOREKA_PASSWORD"), "")
 	fs.StringVar(&c.output, "o", "table", "")
+	fs.StringVar(&c.namespace, "namespace", env("GOREKA_NAMESPACE"), "")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "")
 	fs.IntVar(&c.count, "n", 0, "")
 	help := fs.Bool("help", false, "")
@@ -130,6 +136,12 @@ func runCtl(args, environ []string, stdout, stderr io.Writer) int {
 	if c.output != "table" && c.output != "json" {
 		fmt.Fprintf(stderr, "goreka ctl: -o %q: table or json\n", c.output)
 		return exitUsage
+	}
+	if c.namespace != "" && c.namespace != defaultNamespace {
+		if err := server.ValidateNamespace(c.namespace); err != nil {
+			fmt.Fprintf(stderr, "goreka ctl: -namespace: %v\n", err)
+			return exitUsage
+		}
 	}
 	if len(pos) == 0 {
 		fmt.Fprintf(stderr, "goreka ctl: a command is needed\n\n%s", ctlUsage)
@@ -232,6 +244,10 @@ func (c *ctl) targetOf(raw string) (target, error) {
 	}
 	p := strings.TrimSuffix(u.Path, "/")
 	p = strings.TrimSuffix(p, "/eureka")
+	if c.namespace != "" && c.namespace != defaultNamespace {
+		// Every path of a namespace is under /ns/{name}/ (server.NamespacePrefix).
+		p = strings.TrimSuffix(p, "/") + server.NamespacePrefix + c.namespace
+	}
 	u.Path, u.RawQuery, u.Fragment = p, "", ""
 	t.base = strings.TrimSuffix(u.String(), "/")
 	t.shown = t.base

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/goreka/goreka/health"
@@ -15,9 +16,12 @@ const lifecycleRows = 500
 // DashboardData feeds the dashboard (server.DashboardSource): configuration,
 // the eviction job's self-preservation state, replication health and the
 // same general info as GET /eureka/status.
-func (a *app) DashboardData() server.DashboardData {
+func (a *app) DashboardData() server.DashboardData { return a.dashboardData(a.stack) }
+
+// dashboardData is the dashboard of one namespace's stack s.
+func (a *app) dashboardData(s *stack) server.DashboardData {
 	now := a.now()
-	ev := a.evictor.Status()
+	ev := s.evictor.Status()
 	info := a.StatusInfo()
 	d := server.DashboardData{
 		Environment:             a.cfg.Environment,
@@ -42,26 +46,47 @@ func (a *app) DashboardData() server.DashboardData {
 	if a.selfIn != nil {
 		d.InstanceInfo = [][2]string{{"ipAddr", a.selfIn.IPAddr}, {"status", string(a.selfIn.Status)}}
 	}
-	peers := a.repl.Peers()
-	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = a.repl.Replicas()
+	peers := s.repl.Peers()
+	d.RegisteredReplicas, d.AvailableReplicas, d.UnavailableReplicas = s.repl.Replicas()
 	host := make(map[string]string, len(peers))
 	for _, p := range peers {
 		host[p.URL] = p.Host
 	}
-	for _, ps := range a.repl.Status() {
+	for _, ps := range s.repl.Status() {
 		d.Peers = append(d.Peers, server.DashboardPeer{
 			URL: ps.URL, Host: host[ps.URL], State: ps.State, QueueDepth: ps.QueueDepth, Lag: ps.Lag,
 			LastSuccess: ps.LastSuccess, LastError: ps.LastError, LastErrorAt: ps.LastErrorAt,
 		})
 	}
-	a.dashboardHealth(&d)
+	dashboardHealth(s, &d)
+	a.dashboardNamespaces(s, &d)
 	return d
 }
 
+// dashboardNamespaces fills the namespace selector: the default
+// namespace's dashboard (eureka.dashboard.path) and /ns/{name}/ for each
+// other one.
+func (a *app) dashboardNamespaces(s *stack, d *server.DashboardData) {
+	d.Namespace = s.name
+	if s.name != defaultNamespace {
+		d.PathPrefix = strings.TrimSuffix(server.NamespacePrefix, "/") + "/" + s.name
+	}
+	if a.ns == nil {
+		return
+	}
+	for _, name := range a.ns.names() {
+		href := "/" + strings.Trim(a.cfg.Dashboard.Path, "/")
+		if name != defaultNamespace {
+			href = server.NamespacePrefix + name + "/"
+		}
+		d.Namespaces = append(d.Namespaces, server.DashboardNamespace{Name: name, Href: href, Current: name == s.name})
+	}
+}
+
 // dashboardHealth adds the lifecycle and the probe guard's banner.
-func (a *app) dashboardHealth(d *server.DashboardData) {
-	d.HealthAlert = a.health.Status().Alert
-	lc := a.health.Lifecycle(lifecycleRows)
+func dashboardHealth(s *stack, d *server.DashboardData) {
+	d.HealthAlert = s.health.Status().Alert
+	lc := s.health.Lifecycle(lifecycleRows)
 	for _, st := range health.States {
 		d.Lifecycle = append(d.Lifecycle, server.DashboardCount{State: string(st), Count: lc.Counts[st]})
 	}

@@ -59,7 +59,7 @@ func TestProcessCodecAndRateLimiterProperties(t *testing.T) {
 			t.Fatalf("DefaultClient throttled: %d", c)
 		}
 	}
-	if got := scrape(t, n)[`goreka_rate_limited_requests_total{enforced="true",target="full"}`]; got < 1 {
+	if got := scrape(t, n)[`goreka_rate_limited_requests_total{enforced="true",namespace="default",target="full"}`]; got < 1 {
 		t.Fatalf("throttled full fetches counted %v", got)
 	}
 }

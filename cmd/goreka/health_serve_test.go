@@ -71,7 +71,7 @@ func TestHealthReportServesDown(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, metrics := do("GET", "/metrics", "", "")
-	for _, want := range []string{`goreka_instances_lifecycle{state="up"}`, `goreka_health_probe_enabled 1`, `goreka_health_reports_total{outcome="accepted"} 1`} {
+	for _, want := range []string{`goreka_instances_lifecycle{namespace="default",state="up"}`, `goreka_health_probe_enabled{namespace="default"} 1`, `goreka_health_reports_total{namespace="default",outcome="accepted"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}

@@ -81,7 +81,7 @@ func testDNSPeers(t *testing.T, mode dnsPeerMode) {
 			m := scrape(t, n)
 			var got []string
 			for k := range m {
-				if s, ok := strings.CutPrefix(k, `goreka_replication_queue_depth{peer="`); ok {
+				if s, ok := strings.CutPrefix(k, `goreka_replication_queue_depth{namespace="default",peer="`); ok {
 					got = append(got, strings.TrimSuffix(s, `"}`))
 				}
 			}
@@ -91,7 +91,7 @@ func testDNSPeers(t *testing.T, mode dnsPeerMode) {
 			}
 			slices.Sort(got)
 			slices.Sort(exp)
-			return slices.Equal(got, exp) && m["goreka_replication_peers"] == float64(len(want)), fmt.Sprintf("peers %q", got)
+			return slices.Equal(got, exp) && m[`goreka_replication_peers{namespace="default"}`] == float64(len(want)), fmt.Sprintf("peers %q", got)
 		})
 	}
 	visible := func(what, app, id string, on ...*node) {
@@ -193,7 +193,7 @@ func TestConfigFilePeersReload(t *testing.T) {
 	b.args = append(b.args, "--eureka.client.service-url.defaultZone="+a.url())
 	a.start()
 	b.start()
-	peers := func(n *node) float64 { return scrape(t, n)["goreka_replication_peers"] }
+	peers := func(n *node) float64 { return scrape(t, n)[`goreka_replication_peers{namespace="default"}`] }
 	waitUntil(t, "A starts without peers, B with A", clDeadline, func() (bool, string) {
 		return peers(a) == 0 && peers(b) == 1, fmt.Sprint(peers(a), peers(b))
 	})
@@ -201,8 +201,8 @@ func TestConfigFilePeersReload(t *testing.T) {
 	a.signal(syscall.SIGHUP)
 	waitUntil(t, "A replicates to B after SIGHUP", clDeadline, func() (bool, string) {
 		m := scrape(t, a)
-		_, ok := m[`goreka_replication_queue_depth{peer="`+b.url()+`"}`]
-		return ok && m["goreka_replication_peers"] == 1, fmt.Sprint(m["goreka_replication_peers"])
+		_, ok := m[`goreka_replication_queue_depth{namespace="default",peer="`+b.url()+`"}`]
+		return ok && m[`goreka_replication_peers{namespace="default"}`] == 1, fmt.Sprint(m[`goreka_replication_peers{namespace="default"}`])
 	})
 	register(t, a, "ORDERS", "o1", 30, 600)
 	clVisible(t, "o1 from A", time.Now(), 0, []*node{b}, clHas("ORDERS/o1", "UP"), "ORDERS")

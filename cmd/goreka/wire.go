@@ -45,6 +45,21 @@ func snapshotConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) 
 		Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")}
 }
 
+// snapshotPath is the snapshot file of a namespace: goreka.snapshot.path
+// for the default one, that path with ".ns-{name}" appended for the others
+// ("" when snapshots are off).
+func snapshotPath(cfg *config.Config, namespace string) string {
+	p := cfg.Goreka.Snapshot.Path
+	if p == "" || namespace == defaultNamespace {
+		return p
+	}
+	return p + snapshotNamespaceSuffix + namespace
+}
+
+// snapshotNamespaceSuffix separates a namespace's snapshot file name from
+// goreka.snapshot.path; start-up finds the auto-created namespaces by it.
+const snapshotNamespaceSuffix = ".ns-"
+
 func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) eviction.Config {
 	es := cfg.EurekaServer
 	c := eviction.Default()
@@ -176,11 +191,11 @@ func apiConfig(now func() time.Time) api.Config {
 	return api.Config{Now: now}
 }
 
-func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) server.OpsConfig {
+func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, namespace string) server.OpsConfig {
 	sec := cfg.Security
 	return server.OpsConfig{
 		Auth: server.AuthConfig{User: sec.User, Password: sec.Password,
-			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword, Users: authUsers(sec.Users)},
+			ReadOnlyUser: sec.ReadOnlyUser, ReadOnlyPassword: sec.ReadOnlyPassword, Users: authUsers(sec.Users), Namespace: namespace},
 		AccessLog: cfg.Goreka.AccessLog,
 		Logger:    log.With("component", "access"),
 		Metrics:   m,
@@ -257,7 +272,7 @@ func discoverySelf(cfg *config.Config) discovery.Self {
 func authUsers(us []config.User) []server.UserConfig {
 	out := make([]server.UserConfig, len(us))
 	for i, u := range us {
-		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps}
+		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps, Namespaces: u.Namespaces}
 	}
 	return out
 }

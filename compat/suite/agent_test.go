@@ -30,6 +30,12 @@ func startAgent(ps *procs, agentsDir, outDir, client, app string, server *url.UR
 
 // startAgentEnv is startAgent with extra environment entries for run.sh (JAVA_OPTS=...).
 func startAgentEnv(ps *procs, agentsDir, outDir, client, app string, server *url.URL, auth, metadata string, extra []string) (*agent, error) {
+	return startAgentAt(ps, agentsDir, outDir, client, app, server, "/eureka/", auth, metadata, extra)
+}
+
+// startAgentAt is startAgentEnv with the path of the client's defaultZone on its proxy (/eureka/, or
+// /ns/dev/eureka/ for a goreka namespace): the client itself uses that URL, the proxy passes paths on.
+func startAgentAt(ps *procs, agentsDir, outDir, client, app string, server *url.URL, eurekaPath, auth, metadata string, extra []string) (*agent, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -38,7 +44,7 @@ func startAgentEnv(ps *procs, agentsDir, outDir, client, app string, server *url
 	if err != nil {
 		return nil, err
 	}
-	eurekaURL := px.URL() + "/eureka/"
+	eurekaURL := px.URL() + eurekaPath
 	if auth != "" {
 		eurekaURL = "http://" + auth + "@" + strings.TrimPrefix(eurekaURL, "http://")
 	}

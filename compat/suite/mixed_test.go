@@ -30,6 +30,7 @@ var mixedChecks = []string{
 	"app on S seen via G",
 	"S lists G available",
 	"G lists S available",
+	"S gets only G's default namespace",
 }
 
 type mixedResult struct {
@@ -106,7 +107,8 @@ func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string
 					argv[i] = "--eureka.client.service-url.defaultZone=" + sURL
 				}
 			}
-			return argv
+			// Namespace dev on G; S is a stock server and gets only the default one (issue 21).
+			return append(argv, "--goreka.namespaces.allowed=dev", "--goreka.namespaces.stock-peers="+sURL)
 		}},
 		port: gPort, log: filepath.Join(outDir, "goreka.log"),
 		api: eurekaAPI{base: fmt.Sprintf("http://127.0.0.1:%d/eureka/", gPort)},
@@ -230,7 +232,48 @@ func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string
 			return code == http.StatusOK && slices.Contains(strings.Split(avail, ","), sURL), fmt.Sprintf("%d %v", code, st.ApplicationStats)
 		})
 	})
+	check("S gets only G's default namespace", func() error { return mixedNamespaces(g, stk, onS) })
 	return out()
+}
+
+// mixedNamespaces: an instance registered in G's namespace dev stays on G; one registered in G's default
+// namespace after it reaches S; S's own agent, replicated to G, lands in G's default namespace only; G
+// has no dev peer (its only peer is stock) and S never saw a /ns/ request (its dev path is a 404).
+func mixedNamespaces(g, stk *server, onS *agent) error {
+	gDev := eurekaAPI{base: strings.TrimSuffix(g.api.base, "eureka/") + "ns/dev/eureka/"}
+	if err := gDev.register("MIXED-NS-DEV", "mixed-ns-dev-1", 9001); err != nil {
+		return err
+	}
+	if err := g.api.register("MIXED-NS-DEFAULT", "mixed-ns-default-1", 9002); err != nil {
+		return err
+	}
+	if err := waitFor(60*time.Second, "S lists G's default-namespace instance", func() (bool, string) {
+		l, err := stk.api.instances("MIXED-NS-DEFAULT")
+		return err == nil && len(l) == 1, fmt.Sprint(l, err)
+	}); err != nil {
+		return err
+	}
+	// Both were queued together; give a dev batch, if there were one, time to arrive as well.
+	time.Sleep(3 * time.Second)
+	if l, err := stk.api.instances("MIXED-NS-DEV"); err != nil || len(l) != 0 {
+		return fmt.Errorf("S lists G's dev instance: %v %v", l, err)
+	}
+	if l, err := gDev.instances("MIXED-NS-DEV"); err != nil || len(l) != 1 {
+		return fmt.Errorf("G's dev does not list its own instance: %v %v", l, err)
+	}
+	if l, err := gDev.instances(onS.app); err != nil || len(l) != 0 {
+		return fmt.Errorf("G's dev lists S's agent %s: %v %v", onS.app, l, err)
+	}
+	sDev := eurekaAPI{base: strings.TrimSuffix(stk.api.base, "eureka/") + "ns/dev/eureka/"}
+	if code, _, _ := sDev.do(http.MethodGet, "apps/", nil, "application/json"); code != http.StatusNotFound {
+		return fmt.Errorf("stock S answers its /ns/dev/eureka/apps/ with %d, want 404 (it has no namespaces)", code)
+	}
+	code, b := getText(strings.TrimSuffix(g.api.base, "eureka/") + "metrics")
+	if code != http.StatusOK || !strings.Contains(b, `goreka_replication_peers{namespace="dev"} 0`) ||
+		!strings.Contains(b, `goreka_replication_peers{namespace="default"} 1`) {
+		return fmt.Errorf("G's metrics: %d, want dev with 0 peers and default with 1", code)
+	}
+	return nil
 }
 
 func getText(u string) (int, string) {

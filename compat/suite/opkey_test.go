@@ -19,6 +19,8 @@ func TestOpKey(t *testing.T) {
 		{"PUT", "/eureka/apps/SVC-A/svc-a:8081/metadata", "PUT metadata"},
 		{"GET", "/eureka/vips/svc-a", "GET vips/svc-a"},
 		{"GET", "/actuator/health", "GET /actuator/health"},
+		{"GET", "/ns/dev/eureka/apps/delta", "GET apps/delta"},
+		{"PUT", "/ns/dev/eureka/apps/SVC-A/svc-a:8081", "PUT renew"},
 	} {
 		if got := opKey(tc.method, tc.path); got != tc.want {
 			t.Errorf("opKey(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)

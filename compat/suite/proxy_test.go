@@ -102,7 +102,7 @@ func (p *countingProxy) AuthCount() int {
 // diff returns after[k] - before[k].
 func diff(before, after map[string]int, k string) int { return after[k] - before[k] }
 
-var versionPrefix = regexp.MustCompile(`^/eureka/(v\d/)?`)
+var versionPrefix = regexp.MustCompile(`^(/ns/[^/]+)?/eureka/(v\d/)?`)
 
 // opKey maps a request to the Eureka operation it is: "GET apps/", "GET apps/delta", "POST register",
 // "PUT renew", "DELETE cancel", "PUT status", "DELETE status", "PUT metadata", "GET app", "GET instance";

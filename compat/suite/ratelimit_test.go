@@ -158,6 +158,14 @@ func (s *suite) runRateLimit(t *testing.T, clients []string, buildErr map[string
 			return out("agents did not start")
 		}
 	}
+	// Registered is not fetched: a client whose first full fetch found an empty registry full-fetches
+	// again at every refresh until it holds one, and under the loop those full fetches are refused by
+	// design. The loop starts once every client holds the registry (it sees itself).
+	for _, a := range agents {
+		if err := waitSeen(a, a.app, 1, 60*time.Second); err != nil {
+			return out("agents did not fetch the registry: " + err.Error())
+		}
+	}
 	before := map[*agent]map[string]int{}
 	for _, a := range agents {
 		before[a] = a.proxy.Snapshot()

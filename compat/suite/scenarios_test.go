@@ -25,6 +25,7 @@ var scenarioNames = []string{
 	"p per-app auth",
 	"q probe DOWN",
 	"w warm restart",
+	"n namespaces",
 }
 
 type outcome int

@@ -42,6 +42,9 @@ type target struct {
 	// probeArgs, when set, are extra arguments that make the server probe its instances' health checks in
 	// periodic mode (scenario q); nil: the scenario does not apply (notes[q] says why).
 	probeArgs func() []string
+	// namespaceArgs, when set, are extra arguments that make the server serve the namespaces listed
+	// (comma-separated) at /ns/{name}/eureka/ (scenario n); nil: the scenario does not apply.
+	namespaceArgs func(allowed string) []string
 	// notes are shown in the table where this server legitimately differs (never a weakened check).
 	notes map[string]string
 	// clientLimits are steps one client cannot do on this server only (client -> step -> why).
@@ -286,6 +289,7 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 				pScenario:      "the stock server has no per-application authorization",
 				wScenario:      "Eureka keeps its registry in memory only",
 				qScenario:      "Eureka does not probe",
+				nScenario:      "Eureka has one registry; /ns/{name}/eureka/ is a 404",
 			},
 			clientLimits: map[string]map[string]limitation{
 				"netflix-java": {"c back": {naOnStock, stock404}, "f re-register": {naOnStock, stock404}},
@@ -327,6 +331,9 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 				return args
 			},
 			probeArgs: func() []string { return probeTimings },
+			namespaceArgs: func(allowed string) []string {
+				return []string{"--goreka.namespaces.allowed=" + allowed}
+			},
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
@@ -520,6 +527,8 @@ func (s *suite) runTarget(t *testing.T, name string, clients []string, buildErr 
 	s.runWarmRestart(t, tg, runs, outDir, auth, useAuth, buildErr)
 	// (p) per-application authorization: its own server with goreka.security.users and agents.
 	s.runPerApp(t, tg, runs, outDir, buildErr)
+	// (n) namespaces: its own server with two namespaces and agents in each.
+	s.runNamespaces(t, tg, runs, outDir, buildErr)
 	t.Logf("%s: done in %s", name, time.Since(start).Round(time.Second))
 	return runs, tg.notes
 }

@@ -40,7 +40,9 @@ const (
 
 // Metrics is goreka's metric set on its own prometheus.Registry.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg *prometheus.Registry // the process's registry, served by Handler
+	// r registers this set's collectors into reg with its namespace label.
+	r prometheus.Registerer
 
 	instances *prometheus.GaugeVec
 	mu        sync.Mutex
@@ -76,13 +78,30 @@ type appCounts struct {
 	g [len(statuses)]prometheus.Gauge
 }
 
-// New builds the metric set; src may be the zero value.
+// DefaultNamespace is the namespace label of the default namespace's
+// series (/eureka/).
+const DefaultNamespace = "default"
+
+// New builds the metric set of the process and of its default namespace;
+// src may be the zero value. Every series of the set and of the collectors
+// added with MustRegister carries namespace="default"; the Go runtime's
+// and the process's series carry none.
 func New(src Sources) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), apps: make(map[string]*appCounts)}
-	m.reg.MustRegister(
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	return newSet(reg, DefaultNamespace, src)
+}
+
+// Namespace builds the metric set of another namespace in the same
+// registry: the same metric names, namespace=name on every series of it
+// and of the collectors added to it with MustRegister.
+func (m *Metrics) Namespace(name string, src Sources) *Metrics { return newSet(m.reg, name, src) }
+
+func newSet(reg *prometheus.Registry, namespace string, src Sources) *Metrics {
+	m := &Metrics{reg: reg, r: prometheus.WrapRegistererWith(prometheus.Labels{"namespace": namespace}, reg), apps: make(map[string]*appCounts)}
 	m.instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "eureka_server_instances",
 		Help: "Registered instances by application and status (Spring Cloud Netflix's eureka.server.instances).",
@@ -123,7 +142,7 @@ func New(src Sources) *Metrics {
 		Help:    "HTTP request latency by method and route pattern.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"method", "route"})
-	m.reg.MustRegister(m.instances, registrations, renews, cancels, statusChanges, m.evictions, m.fetches,
+	m.r.MustRegister(m.instances, registrations, renews, cancels, statusChanges, m.evictions, m.fetches,
 		m.httpRequests, m.httpDuration, &scrapeCollector{src: src})
 	return m
 }
@@ -135,7 +154,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // eviction.Evictor.Collector and replication.Replicator.Collector) to the
 // set served by Handler. It panics on a duplicate or invalid collector, like
 // prometheus.Registry.MustRegister: that is a wiring bug.
-func (m *Metrics) MustRegister(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }
+func (m *Metrics) MustRegister(cs ...prometheus.Collector) { m.r.MustRegister(cs...) }
 
 // Handler serves the Prometheus text (or OpenMetrics) exposition.
 func (m *Metrics) Handler() http.Handler {

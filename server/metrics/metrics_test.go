@@ -217,7 +217,7 @@ func TestMustRegisterServesExtraCollectors(t *testing.T) {
 	depth = 4
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if !strings.Contains(rec.Body.String(), "test_extra 4") {
+	if !strings.Contains(rec.Body.String(), `test_extra{namespace="default"} 4`) {
 		t.Fatalf("exposition lacks the extra collector:\n%s", rec.Body)
 	}
 	defer func() {
@@ -264,7 +264,7 @@ func TestExposition(t *testing.T) {
 		t.Errorf("Content-Type = %q", ct)
 	}
 	for _, s := range []string{
-		`eureka_server_instances{application="A",status="UP"} 1`,
+		`eureka_server_instances{application="A",namespace="default",status="UP"} 1`,
 		"# TYPE goreka_registrations_total counter",
 		"go_goroutines ",
 		"go_memstats_heap_alloc_bytes ",
@@ -305,4 +305,35 @@ func inst(app, id string, st registry.Status) *registry.Instance {
 	return &registry.Instance{InstanceID: id, App: app, HostName: id, IPAddr: "10.0.0.1", Status: st,
 		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
 		LeaseInfo:      registry.LeaseInfo{RenewalInterval: 30 * time.Second, Duration: 90 * time.Second}}
+}
+
+// TestNamespaceSeries: another namespace's set shares the registry and the
+// metric names; every series says its namespace, the runtime's none.
+func TestNamespaceSeries(t *testing.T) {
+	m := New(Sources{})
+	dev := m.Namespace("dev", Sources{})
+	up := registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: up})
+	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: up})
+	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "B", Lease: up})
+	dev.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "test_extra", Help: "An extra collector."}, func() float64 { return 1 }))
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b := rec.Body.String()
+	for _, s := range []string{
+		`eureka_server_instances{application="A",namespace="default",status="UP"} 1`,
+		`eureka_server_instances{application="A",namespace="dev",status="UP"} 1`,
+		`eureka_server_instances{application="B",namespace="dev",status="UP"} 1`,
+		`goreka_registrations_total{namespace="dev",replication="false"} 2`,
+		`goreka_registrations_total{namespace="default",replication="false"} 1`,
+		`test_extra{namespace="dev"} 1`,
+		"\ngo_goroutines ",
+	} {
+		if !strings.Contains(b, s) {
+			t.Errorf("exposition lacks %q", s)
+		}
+	}
+	if strings.Contains(b, `application="B",namespace="default"`) {
+		t.Error("dev's instance counted in the default namespace")
+	}
 }

@@ -188,6 +188,19 @@ type GorekaConfig struct {
 	// StaticInstances is goreka.static-instances, in the configured order.
 	StaticInstances []StaticInstance
 	FetchLimit      FetchLimitConfig
+	Namespaces      NamespacesConfig
+}
+
+// NamespacesConfig holds goreka.namespaces.*: which /ns/{name}/ registries
+// may exist beside the default one, and their limits.
+type NamespacesConfig struct {
+	Allowed      []string // goreka.namespaces.allowed: created at start-up
+	AutoCreate   bool     // goreka.namespaces.auto-create: any valid name is created at its first request
+	Max          int      // goreka.namespaces.max: namespaces besides the default one
+	MaxInstances int      // goreka.namespaces.max-instances: instances per namespace; 0 = unlimited
+	// StockPeers are the peers (URLs or host:port) that are stock Java
+	// servers: they get only the default namespace.
+	StockPeers []string // goreka.namespaces.stock-peers
 }
 
 // FetchLimitConfig holds goreka.fetch-limit.*: per-client limits on full and

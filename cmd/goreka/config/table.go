@@ -14,6 +14,7 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server"
 )
 
 // secondsText writes a default duration in the syntax of a
@@ -149,6 +150,11 @@ var properties = []property{
 	{name: "goreka.snapshot.max-age", def: "1h", doc: "Older snapshots are not restored; 0 restores any age.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Snapshot.MaxAge }, true)},
 	{name: "goreka.log.format", def: "text", doc: "Log format: text or json.", set: enumField(func(c *Config) *string { return &c.Goreka.LogFormat }, "text", "json")},
 	{name: "goreka.access-log", def: "false", doc: "Log every HTTP request.", set: boolField(func(c *Config) *bool { return &c.Goreka.AccessLog })},
+	{name: "goreka.namespaces.allowed", def: "", doc: "Namespaces served at /ns/{name}/eureka/ beside the default /eureka/, comma-separated DNS labels (lower case); they exist from start-up.", set: namespaceListField(func(c *Config) *[]string { return &c.Goreka.Namespaces.Allowed })},
+	{name: "goreka.namespaces.auto-create", def: "false", doc: "Create a namespace at the first request to any valid /ns/{name}/. Off by default: a typo in a defaultZone or a scanner then gets 404 naming the namespace instead of a new, empty registry that a client would take for the truth.", set: boolField(func(c *Config) *bool { return &c.Goreka.Namespaces.AutoCreate })},
+	{name: "goreka.namespaces.max", def: "100", doc: "Most namespaces besides the default one (allowed and auto-created); a request that would create one more gets 403.", set: intField(func(c *Config) *int { return &c.Goreka.Namespaces.Max }, 0, 100000)},
+	{name: "goreka.namespaces.max-instances", def: "10000", doc: "Most instances in one namespace other than the default; a registration of one more gets 403 and changes nothing. 0: unlimited.", set: intField(func(c *Config) *int { return &c.Goreka.Namespaces.MaxInstances }, 0, math.MaxInt32)},
+	{name: "goreka.namespaces.stock-peers", def: "", doc: "Peers (service URLs or host:port, comma-separated) that are stock Java Eureka servers: they exchange only the default namespace. Every other peer is taken for a goreka and gets each namespace at /ns/{name}/eureka/.", set: listField(func(c *Config) *[]string { return &c.Goreka.Namespaces.StockPeers })},
 	{name: "goreka.consul-api.enabled", def: "false", doc: "Serve a read-only Consul catalog API (/v1/catalog, /v1/health, /v1/agent/self) over the registry.", set: boolField(func(c *Config) *bool { return &c.Goreka.ConsulAPI })},
 	{name: "goreka.server.max-body-bytes", def: "1MB", doc: "Largest request body (register, status, metadata); sizes take B, KB, MB, GB (1024-based, as Spring's DataSize) or KiB, MiB, GiB.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBodyBytes })},
 	{name: "goreka.server.max-batch-body-bytes", def: "32MB", doc: "Largest peer replication batch body.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBatchBodyBytes })},
@@ -279,6 +285,25 @@ func nonEmptyField(f func(*Config) *string) setter {
 func listField(f func(*Config) *[]string) setter {
 	return func(c *Config, v string) error {
 		*f(c) = splitList(v)
+		return nil
+	}
+}
+
+// namespaceListField takes a comma-separated list of namespace names,
+// each a DNS label (server.ValidateNamespace); "default" is the default
+// namespace, which always exists, and is refused.
+func namespaceListField(f func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		names := splitList(v)
+		for _, n := range names {
+			if n == "default" {
+				return errors.New(`"default" is the default namespace (/eureka/), which always exists; list the others`)
+			}
+			if err := server.ValidateNamespace(n); err != nil {
+				return err
+			}
+		}
+		*f(c) = names
 		return nil
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/goreka/goreka/server"
 )
 
 // UsersProperty is the list of per-application users. Each element has
@@ -33,6 +35,9 @@ type User struct {
 	Password string
 	Roles    []string // peer, admin
 	Apps     []string // names or globs it may register, renew, cancel, override
+	// Namespaces are the only namespaces the user may use (reads too);
+	// empty: all of them, as before namespaces existed.
+	Namespaces []string
 }
 
 var userRoles = []string{"peer", "admin"}
@@ -68,7 +73,7 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 		idx, field, ok := strings.Cut(rest, "].")
 		n, err := strconv.Atoi(idx)
 		if !ok || err != nil || n < 0 || n >= maxUsers {
-			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles or .apps with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
+			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles, .apps or .namespaces with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
 			continue
 		}
 		if i := strings.IndexByte(field, '['); i > 0 {
@@ -101,8 +106,16 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 			}
 		case "apps":
 			u.Apps = append(u.Apps, splitList(v)...)
+		case "namespaces":
+			for _, ns := range splitList(v) {
+				if err := server.ValidateNamespace(ns); err != nil {
+					*errs = append(*errs, fmt.Errorf("%s=%q (%s): %w", e.key, v, e.source, err))
+					continue
+				}
+				u.Namespaces = append(u.Namespaces, ns)
+			}
 		default:
-			*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles and apps", e.key, e.source, field))
+			*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles, apps and namespaces", e.key, e.source, field))
 		}
 	}
 	idxs := make([]int, 0, len(byIndex))
@@ -147,6 +160,9 @@ func usersSummary(us []User) string {
 	parts := make([]string, len(us))
 	for i, u := range us {
 		parts[i] = fmt.Sprintf("%s(roles=%s apps=%s)", u.Name, strings.Join(u.Roles, "|"), strings.Join(u.Apps, "|"))
+		if len(u.Namespaces) > 0 {
+			parts[i] = strings.TrimSuffix(parts[i], ")") + " namespaces=" + strings.Join(u.Namespaces, "|") + ")"
+		}
 	}
 	return strings.Join(parts, ",")
 }

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// NamespacePrefix starts the path of every namespace but the default one:
+// /ns/{name}/eureka/... is Eureka's API of namespace name, and so is every
+// other route of a Server under /ns/{name}/ (the tool API, the dashboard).
+// A stock client uses a namespace by its service URL alone
+// (defaultZone: http://host:8761/ns/dev/eureka/).
+const NamespacePrefix = "/ns/"
+
+// Namespaces finds the Server of a namespace (SetNamespaces).
+type Namespaces interface {
+	// Namespace returns the server of the named namespace (a valid name,
+	// ValidateNamespace), creating it when that is allowed. Its error is a
+	// *NamespaceError saying why not.
+	Namespace(name string) (*Server, error)
+}
+
+// NamespaceError is a namespace a request may not use: Status is the HTTP
+// status (404 unknown, 403 over a limit, 503 shutting down) and Reason
+// the plain-text body, naming the namespace.
+type NamespaceError struct {
+	Status int
+	Reason string
+}
+
+func (e *NamespaceError) Error() string { return e.Reason }
+
+// ValidateNamespace checks a namespace name: a DNS label (RFC 1123) in
+// lower case, 1 to 63 letters, digits and '-', neither first nor last.
+// The error says what is wrong.
+func ValidateNamespace(name string) error {
+	switch {
+	case name == "":
+		return &NamespaceError{http.StatusBadRequest, "namespace name is empty"}
+	case len(name) > 63:
+		return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) + " is longer than 63 characters"}
+	case name[0] == '-' || name[len(name)-1] == '-':
+		return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) + " starts or ends with '-'"}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) +
+				" may only hold lower-case letters, digits and '-' (a DNS label)"}
+		}
+	}
+	return nil
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return `"` + strings.ToValidUTF8(s, "?") + `"`
+}
+
+// SetNamespaces makes the server answer /ns/{name}/... by handing the
+// request, with the prefix taken off, to the namespace's own Server. Call
+// it before serving. Without it /ns/... is an unknown path, as before.
+func (s *Server) SetNamespaces(ns Namespaces) { s.namespaces = ns }
+
+// serveNamespace routes one /ns/ request (path normalised by ServeHTTP).
+// Unauthenticated requests get the default namespace's 401 before any
+// lookup, so that names cannot be probed without credentials; the
+// namespace's own Server then authenticates again with the users scoped
+// to it.
+func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name, rest, _ := strings.Cut(r.URL.Path[len(NamespacePrefix):], "/")
+	if o := &s.ops; o.authOn && o.users.find(r.Header.Get("Authorization")) == nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		s.ops.refused(r, http.StatusUnauthorized, 0, start)
+		return
+	}
+	if err := ValidateNamespace(name); err != nil {
+		s.namespaceError(w, r, err, start)
+		return
+	}
+	ns, err := s.namespaces.Namespace(name)
+	if err != nil {
+		s.namespaceError(w, r, err, start)
+		return
+	}
+	if rest == "" && r.Method == http.MethodGet && !strings.HasSuffix(requestPath(r), "/") {
+		// /ns/dev: the namespace's dashboard links relative to /ns/dev/.
+		http.Redirect(w, r, NamespacePrefix+name+"/", http.StatusFound)
+		return
+	}
+	r.URL.Path = "/" + rest
+	r.URL.RawPath = ""
+	ns.ServeHTTP(w, r)
+}
+
+func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
+	code, msg := http.StatusInternalServerError, err.Error()
+	if ne, ok := err.(*NamespaceError); ok {
+		code = ne.Status
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
+	s.ops.refused(r, code, len(msg), start)
+}
+
+// refused records an answer of the namespace router, which no route saw,
+// as gin's 404s are: route="unmatched", method="other" in the default
+// namespace's metrics, and a line in the access log.
+func (o *Ops) refused(r *http.Request, code, size int, start time.Time) {
+	took := time.Since(start)
+	if o.metrics != nil && o.unmatched != nil {
+		o.unmatched.observe.Observe(took.Seconds())
+		o.unmatched.count(code)
+	}
+	if o.access {
+		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", unmatchedRoute, "status", code,
+			"bytes", size, "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
+	}
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// nsMap is a fixed set of namespaces for the router.
+type nsMap map[string]*Server
+
+func (m nsMap) Namespace(name string) (*Server, error) {
+	if s := m[name]; s != nil {
+		return s, nil
+	}
+	return nil, &NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + name}
+}
+
+func TestValidateNamespace(t *testing.T) {
+	for _, ok := range []string{"dev", "a", "team-1", "0a", strings.Repeat("x", 63)} {
+		if err := ValidateNamespace(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"":                      "empty",
+		"Dev":                   "lower-case",
+		"-dev":                  "starts or ends",
+		"dev-":                  "starts or ends",
+		"d.v":                   "lower-case",
+		"dév":                   "lower-case",
+		strings.Repeat("x", 64): "longer than 63",
+	} {
+		err := ValidateNamespace(name)
+		if err == nil || !strings.Contains(err.Error(), want) || err.(*NamespaceError).Status != http.StatusBadRequest {
+			t.Errorf("%q: %v, want a 400 saying %q", name, err, want)
+		}
+	}
+}
+
+// TestNamespaceRouting: /ns/{name}/ goes to the namespace's server with
+// the prefix taken off; the users scoped to namespaces are refused
+// elsewhere; unknown credentials get 401 before any lookup.
+func TestNamespaceRouting(t *testing.T) {
+	auth := AuthConfig{User: "eureka", Password: "s3cret", Users: []UserConfig{
+		{Name: "dev", Password: "d", Apps: []string{"*"}, Namespaces: []string{"dev"}},
+		{Name: "all", Password: "a", Apps: []string{"*"}},
+	}}
+	def := newOpsFixture(t, OpsConfig{Auth: auth})
+	devAuth := auth
+	devAuth.Namespace = "dev"
+	dev := newOpsFixture(t, OpsConfig{Auth: devAuth})
+	def.srv.SetNamespaces(nsMap{"dev": dev.srv})
+
+	expect(t, def.do(t, "POST", "/ns/dev/eureka/apps/ORDERS", "dev:d", opsRegisterBody), 204, "")
+	if dev.reg.Size() != 1 || def.reg.Size() != 0 {
+		t.Fatalf("sizes: dev %d, default %d", dev.reg.Size(), def.reg.Size())
+	}
+	expect(t, def.do(t, "PUT", "/ns/dev/eureka/v2/apps/ORDERS/i-1/", "all:a", ""), 200, "")
+	expect(t, def.do(t, "GET", "/ns/dev/eureka/apps/ORDERS/i-1", "eureka:s3cret", ""), 200, "-")
+	// The dev user may not use the default namespace, reads included.
+	expect(t, def.do(t, "GET", "/eureka/apps", "dev:d", ""), 403, "user dev may not use namespace default")
+	expect(t, def.do(t, "POST", "/eureka/apps/ORDERS", "dev:d", opsRegisterBody), 403, "user dev may not use namespace default")
+	if def.reg.Size() != 0 {
+		t.Fatal("a refused registration reached the default registry")
+	}
+	// No or wrong credentials: 401, whatever the name.
+	expect(t, def.do(t, "GET", "/ns/nope/eureka/apps", "", ""), 401, "")
+	expect(t, def.do(t, "GET", "/ns/Bad/eureka/apps", "dev:wrong", ""), 401, "")
+	expect(t, def.do(t, "GET", "/ns/nope/eureka/apps", "all:a", ""), 404, "unknown namespace nope")
+	if w := def.do(t, "GET", "/ns/Bad/eureka/apps", "all:a", ""); w.Code != 400 || !strings.Contains(w.Body.String(), `"Bad"`) {
+		t.Fatalf("bad name: %d %q", w.Code, w.Body)
+	}
+	// The router's answers are counted as unmatched requests.
+	body := def.do(t, "GET", "/metrics", "all:a", "").Body.String()
+	for _, want := range []string{
+		`goreka_http_requests_total{code="401",method="other",namespace="default",route="unmatched"} 2`,
+		`goreka_http_requests_total{code="404",method="other",namespace="default",route="unmatched"} 1`,
+		`goreka_http_requests_total{code="400",method="other",namespace="default",route="unmatched"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if w := def.do(t, "GET", "/ns/dev", "all:a", ""); w.Code != http.StatusFound || w.Header().Get("Location") != "/ns/dev/" {
+		t.Fatalf("/ns/dev: %d %q", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// Without SetNamespaces, /ns/ is an unknown path as before.
+func TestNoNamespaces(t *testing.T) {
+	f := newOpsFixture(t, OpsConfig{})
+	expect(t, f.do(t, "GET", "/ns/dev/eureka/apps", "", ""), 404, "404 page not found")
+}
