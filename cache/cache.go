@@ -158,7 +158,7 @@ type call struct {
 
 type counters struct {
 	rwHits, roHits, misses, shared, loadErrors, staleLoads atomic.Uint64
-	invalidations, rebuilds, rebuiltKeys                   atomic.Uint64
+	invalidations, rebuilds, rebuiltKeys, unreadDropped    atomic.Uint64
 }
 
 // New returns a cache that calls load on misses. Zero durations in cfg take their defaults;
@@ -379,7 +379,7 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 			delete(c.inflight, k)
 		}
 		if c.cfg.UseReadOnly && c.cfg.RefreshOnChange {
-			if _, ok := c.ro.get(k); ok {
+			if c.ro.has(k) {
 				c.dirty[k] = struct{}{}
 				marked = true
 			}
