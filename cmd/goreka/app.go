@@ -31,6 +31,7 @@ type app struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	now     func() time.Time
+	changes changeLog // rate limit of onEvent's log lines
 	started time.Time
 
 	reg     *registry.Registry
@@ -66,6 +67,7 @@ var (
 // mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
 	a := &app{cfg: cfg, log: log, now: now, started: now()}
+	a.changes = changeLog{log: log, now: now}
 
 	a.reg = registry.New(registryOptions(cfg, now, a.onEvent, a.onRenew))
 	a.api = api.New(a.reg, apiConfig(now)) // before any write: its index starts from the empty registry
@@ -154,23 +156,35 @@ func (a *app) onEvent(e registry.Event) {
 	if a.metrics != nil {
 		a.metrics.OnEvent(e)
 	}
+	// Each line is rate-limited (changeLog); the check comes first so that a
+	// suppressed line costs no formatting.
 	switch e.Kind {
 	case registry.EventStatusCorrected:
-		a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		if a.changes.allow() {
+			a.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		}
 	case registry.EventRegister:
-		a.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		if a.changes.allow() {
+			a.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventCancel:
-		a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
+		if a.changes.allow() {
+			a.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventEvict:
 		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
-		a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		if a.changes.allow() {
+			a.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventProbeStatus, registry.EventHeldStatus:
-		if e.Changed {
+		if e.Changed && a.changes.allow() {
 			a.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
 		}
 	case registry.EventOverrideStored:
-		a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
+		if a.changes.allow() {
+			a.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
+		}
 	}
 }
 
