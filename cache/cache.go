@@ -132,12 +132,16 @@ type Cache struct {
 	rw *gocache.Cache
 
 	mu       sync.Mutex
-	inflight map[Key]*call    // loads under way, one per key (hand-written singleflight)
-	dirty    map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
-	wake     chan struct{}    // size 1: coalesces rebuild requests
-	gap      atomic.Int64     // current coalescing gap, ns
-	lastDur  atomic.Int64     // duration of the last rebuild, ns
-	stats    counters
+	inflight map[Key]*call // loads under way, one per key (hand-written singleflight)
+	// stored holds the keys put in the readWrite tier since their last invalidation (some
+	// may have expired there since), so that Invalidate deletes only those: most of the 24
+	// keys a change touches were never asked for, and each delete builds its string key.
+	stored  map[Key]struct{}
+	dirty   map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
+	wake    chan struct{}    // size 1: coalesces rebuild requests
+	gap     atomic.Int64     // current coalescing gap, ns
+	lastDur atomic.Int64     // duration of the last rebuild, ns
+	stats   counters
 }
 
 // rwEntry is what the readWrite tier stores.
@@ -209,6 +213,7 @@ func NewStreaming(cfg Config, load StreamLoader) *Cache {
 		// garbage collector. Run calls DeleteExpired instead.
 		rw:       gocache.New(cfg.AutoExpiration, 0),
 		inflight: make(map[Key]*call),
+		stored:   make(map[Key]struct{}),
 		dirty:    make(map[Key]struct{}),
 		wake:     make(chan struct{}, 1),
 		ro:       newReadOnly(),
@@ -301,6 +306,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 		c.stats.staleLoads.Add(1)
 	default:
 		c.rw.Set(ks, &rwEntry{v: cl.v, expires: cl.v.Built.Add(c.cfg.AutoExpiration)}, gocache.DefaultExpiration)
+		c.stored[k] = struct{}{}
 		if promote {
 			c.ro.publishOne(k, cl.v)
 		}
@@ -372,7 +378,10 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 	marked := false
 	c.mu.Lock()
 	for _, k := range keys {
-		c.rw.Delete(k.String())
+		if _, ok := c.stored[k]; ok {
+			c.rw.Delete(k.String())
+			delete(c.stored, k)
+		}
 		if cl, ok := c.inflight[k]; ok {
 			cl.stale = true
 			// Later Gets start a fresh load instead of joining the stale one.
