@@ -11,7 +11,8 @@ import (
 // second) every change is logged. In a restart storm (10,000 registrations a
 // second) the lines cost more than the registrations' own work (8 % of the
 // server's CPU at 10k, perf), so beyond this many in one second they are
-// counted and summed up in one line instead.
+// counted, and the count is written as one line with the first change after
+// that second (metrics count every change regardless).
 const changeLinesPerSecond = 100
 
 // changeLog rate-limits the change lines. It is used from the registry's
