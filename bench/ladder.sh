@@ -114,7 +114,7 @@ for N in $LADDER; do
     timeout 1800 "$BENCH" --label=converge --target="http://127.0.0.1:$A_PORT/eureka/" \
       --peer="http://127.0.0.1:$B2_PORT/eureka/" --instances="$N" --apps="$APPS" --concurrency="$CONCURRENCY" \
       --phases=converge --converge-timeout=5m --json="$OUT/$N/converge.json" 2>&1 | tee "$OUT/$N/converge.txt" || true
-    curl -s "http://127.0.0.1:$A_PORT/metrics" | grep '^goreka_replication_dropped_total' >>"$OUT/$N/converge.txt" || true
+    curl -s "http://127.0.0.1:$A_PORT/metrics" | grep -E '^goreka_replication_(dropped_total|resyncs_total|resynced_total|resync_pending)' >>"$OUT/$N/converge.txt" || true
     stop "$SERVER_PID"
     stop "$A_PID"
   fi

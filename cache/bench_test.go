@@ -148,3 +148,20 @@ func BenchmarkGzipLevel10MB(b *testing.B) {
 }
 
 var benchTime = newClock().Now()
+
+// BenchmarkInvalidate is one registry change on a cache serving the full
+// registry and its delta (JSON, gzip) and a few applications: what every
+// registration pays.
+func BenchmarkInvalidate(b *testing.B) {
+	c := New(DefaultConfig(), func(k Key) ([]byte, bool, error) { return []byte(k.String()), true, nil })
+	for _, k := range []Key{{Entity: Application, Name: AllApps, JSON: true}, {Entity: Application, Name: AllAppsDelta, JSON: true},
+		{Entity: Application, Name: "APP1", JSON: true}} {
+		if _, err := c.Get(k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Invalidate("APP1", "app1", "app1")
+	}
+}

@@ -141,8 +141,12 @@ type Cache struct {
 	rw *gocache.Cache
 
 	mu       sync.Mutex
-	inflight map[Key]*call    // loads under way, one per key (hand-written singleflight)
-	dirty    map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
+	inflight map[Key]*call // loads under way, one per key (hand-written singleflight)
+	// stored holds the keys put in the readWrite tier since their last invalidation (some
+	// may have expired there since), so that Invalidate deletes only those: most of the 24
+	// keys a change touches were never asked for, and each delete builds its string key.
+	stored map[Key]struct{}
+	dirty  map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
 	// regions holds every Key.Regions a Get asked for, so that Invalidate
 	// drops the region variants of AllApps and AllAppsDelta too (Eureka's
 	// regionSpecificKeys, Netflix/eureka#118). The server bounds its values
@@ -172,7 +176,7 @@ type call struct {
 
 type counters struct {
 	rwHits, roHits, misses, shared, loadErrors, staleLoads atomic.Uint64
-	invalidations, rebuilds, rebuiltKeys                   atomic.Uint64
+	invalidations, rebuilds, rebuiltKeys, unreadDropped    atomic.Uint64
 }
 
 // New returns a cache that calls load on misses. Zero durations in cfg take their defaults;
@@ -223,6 +227,7 @@ func NewStreaming(cfg Config, load StreamLoader) *Cache {
 		// garbage collector. Run calls DeleteExpired instead.
 		rw:       gocache.New(cfg.AutoExpiration, 0),
 		inflight: make(map[Key]*call),
+		stored:   make(map[Key]struct{}),
 		dirty:    make(map[Key]struct{}),
 		wake:     make(chan struct{}, 1),
 		ro:       newReadOnly(),
@@ -330,6 +335,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 		c.stats.staleLoads.Add(1)
 	default:
 		c.rw.Set(ks, &rwEntry{v: cl.v, expires: cl.v.Built.Add(c.cfg.AutoExpiration)}, gocache.DefaultExpiration)
+		c.stored[k] = struct{}{}
 		if promote {
 			c.ro.publishOne(k, cl.v)
 		}
@@ -411,14 +417,17 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 	marked := false
 	c.mu.Lock()
 	for _, k := range keys {
-		c.rw.Delete(k.String())
+		if _, ok := c.stored[k]; ok {
+			c.rw.Delete(k.String())
+			delete(c.stored, k)
+		}
 		if cl, ok := c.inflight[k]; ok {
 			cl.stale = true
 			// Later Gets start a fresh load instead of joining the stale one.
 			delete(c.inflight, k)
 		}
 		if c.cfg.UseReadOnly && c.cfg.RefreshOnChange {
-			if _, ok := c.ro.get(k); ok {
+			if c.ro.has(k) {
 				c.dirty[k] = struct{}{}
 				marked = true
 			}

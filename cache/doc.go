@@ -30,6 +30,13 @@
 //     the last rebuild, whichever is longer (never more than UpdateInterval), so a storm of a
 //     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
 //
+// A pass rebuilds only the dirty keys some Get read since they were last built: a key nobody
+// reads (the XML document a start-up probe asked for, a VIP a client fetched once) is removed
+// from the readOnly tier instead, and its next Get loads it as a first Get does
+// (goreka_cache_unread_dropped_total). A key is thus rebuilt at most once per read, never more
+// often than it is asked for, however long a storm lasts; a key read at least once per refresh
+// gap (the delta clients poll) is rebuilt on every pass as before.
+//
 // A registration is therefore visible within the refresh gap plus one rebuild, while every full
 // fetch between rebuilds is still a copy of cached bytes. A rebuild reloads only the dirty keys
 // that readers have asked for, and a registry document is rebuilt from segments (below), so a

@@ -17,13 +17,21 @@ const roShards = 64
 // readOnly is the readOnly tier: readers do one xxhash of the name, one atomic load and one map
 // lookup, with no lock and no allocation. Writers hold Cache.mu.
 type readOnly struct {
-	shards [roShards]atomic.Pointer[map[Key]*Value]
+	shards [roShards]atomic.Pointer[map[Key]*roEntry]
+}
+
+// roEntry is one readOnly value and whether a reader got it: a rebuild on change skips the
+// entries nobody read since they were published (Cache.rebuildDirty). The flag is written
+// once per value, so readers of a hot key only load it.
+type roEntry struct {
+	v    *Value
+	read atomic.Bool
 }
 
 func newReadOnly() *readOnly {
 	t := &readOnly{}
 	for i := range t.shards {
-		t.shards[i].Store(&map[Key]*Value{})
+		t.shards[i].Store(&map[Key]*roEntry{})
 	}
 	return t
 }
@@ -31,17 +39,36 @@ func newReadOnly() *readOnly {
 // shardOf hashes only the name, so the variants of one name share a shard.
 func shardOf(k Key) int { return int(xxhash.Sum64String(k.Name) % roShards) }
 
+// get is a reader's lookup: it marks the entry read.
 func (t *readOnly) get(k Key) (*Value, bool) {
-	v, ok := (*t.shards[shardOf(k)].Load())[k]
-	return v, ok
+	e, ok := (*t.shards[shardOf(k)].Load())[k]
+	if !ok {
+		return nil, false
+	}
+	if !e.read.Load() {
+		e.read.Store(true)
+	}
+	return e.v, true
+}
+
+// has reports whether k has an entry, without marking it read.
+func (t *readOnly) has(k Key) bool {
+	_, ok := (*t.shards[shardOf(k)].Load())[k]
+	return ok
+}
+
+// wasRead reports whether a reader got k's entry since it was published.
+func (t *readOnly) wasRead(k Key) bool {
+	e, ok := (*t.shards[shardOf(k)].Load())[k]
+	return ok && e.read.Load()
 }
 
 // all yields every entry of a consistent-per-shard snapshot.
 func (t *readOnly) all() iter.Seq2[Key, *Value] {
 	return func(yield func(Key, *Value) bool) {
 		for i := range t.shards {
-			for k, v := range *t.shards[i].Load() {
-				if !yield(k, v) {
+			for k, e := range *t.shards[i].Load() {
+				if !yield(k, e.v) {
 					return
 				}
 			}
@@ -57,27 +84,25 @@ func (t *readOnly) len() int {
 	return n
 }
 
-// publish applies updates, copying each shard they touch once. Callers hold Cache.mu, which
-// serialises the writers.
+// publish applies updates (a nil value removes the key), copying each shard they touch once;
+// the new entries count as unread. Callers hold Cache.mu, which serialises the writers.
 func (t *readOnly) publish(updates map[Key]*Value) {
 	if len(updates) == 0 {
 		return
 	}
-	if len(updates) == 1 {
-		for k, v := range updates {
-			t.publishOne(k, v)
-		}
-		return
-	}
-	var touched [roShards]map[Key]*Value
+	var touched [roShards]map[Key]*roEntry
 	for k, v := range updates {
 		i := shardOf(k)
 		if touched[i] == nil {
 			cur := *t.shards[i].Load()
-			touched[i] = make(map[Key]*Value, len(cur)+1)
+			touched[i] = make(map[Key]*roEntry, len(cur)+1)
 			maps.Copy(touched[i], cur)
 		}
-		touched[i][k] = v
+		if v == nil {
+			delete(touched[i], k)
+		} else {
+			touched[i][k] = &roEntry{v: v}
+		}
 	}
 	for i, m := range touched {
 		if m != nil {
@@ -86,11 +111,14 @@ func (t *readOnly) publish(updates map[Key]*Value) {
 	}
 }
 
+// publishOne stores the value a reader's Get loaded (so it counts as read).
 func (t *readOnly) publishOne(k Key, v *Value) {
 	i := shardOf(k)
 	cur := *t.shards[i].Load()
-	next := make(map[Key]*Value, len(cur)+1)
+	next := make(map[Key]*roEntry, len(cur)+1)
 	maps.Copy(next, cur)
-	next[k] = v
+	e := &roEntry{v: v}
+	e.read.Store(true)
+	next[k] = e
 	t.shards[i].Store(&next)
 }

@@ -149,7 +149,17 @@ func (c *Cache) rebuildDirty() int {
 
 	updates := make(map[Key]*Value, len(keys))
 	var failed []Key
+	dropped := 0
 	for _, k := range keys {
+		if !c.ro.wasRead(k) {
+			// Nobody asked for it since it was built (a probe's XML document, a VIP a
+			// client fetched once): building it again on every change would cost as much
+			// as for the hottest key. It leaves the readOnly tier; the next Get loads it,
+			// as a first Get does, with concurrent Gets sharing the load.
+			updates[k] = nil
+			dropped++
+			continue
+		}
 		// If k is invalidated again while it loads, the load is not stored in the readWrite
 		// tier but is still newer than what readers see now, so it is published; k is dirty
 		// again and the next rebuild replaces it.
@@ -167,7 +177,8 @@ func (c *Cache) rebuildDirty() int {
 	}
 	c.mu.Unlock()
 	c.stats.rebuilds.Add(1)
-	c.stats.rebuiltKeys.Add(uint64(len(updates)))
+	c.stats.rebuiltKeys.Add(uint64(len(updates) - dropped))
+	c.stats.unreadDropped.Add(uint64(dropped))
 	return len(keys)
 }
 
@@ -201,6 +212,9 @@ type Stats struct {
 	Invalidations uint64 // Invalidate calls
 	Rebuilds      uint64 // refresh passes over the readOnly tier
 	RebuiltKeys   uint64 // readOnly entries replaced by those passes
+	// UnreadDropped counts dirty readOnly entries that on-change passes removed instead of
+	// rebuilding, because no Get had read them since they were built.
+	UnreadDropped uint64
 
 	ReadOnlyKeys  int // entries in the readOnly tier
 	ReadWriteKeys int // entries in the readWrite tier (including ones expired but not yet swept)
@@ -225,6 +239,7 @@ func (c *Cache) Stats() Stats {
 		Invalidations: c.stats.invalidations.Load(),
 		Rebuilds:      c.stats.rebuilds.Load(),
 		RebuiltKeys:   c.stats.rebuiltKeys.Load(),
+		UnreadDropped: c.stats.unreadDropped.Load(),
 		LastRebuild:   time.Duration(c.lastDur.Load()),
 		RefreshGap:    time.Duration(c.gap.Load()),
 		ReadWriteKeys: c.rw.ItemCount(),

@@ -34,11 +34,15 @@ func TestRefreshOnChangeCoalescesAStorm(t *testing.T) {
 		mustGet(t, c, delta)
 		startRun(t, c)
 
-		// 1000 registrations over one second.
-		for range 1000 {
+		// 1000 registrations over one second, with clients reading both keys every 10 ms.
+		for i := range 1000 {
 			r.bump()
 			c.Invalidate("APP", "", "")
 			time.Sleep(time.Millisecond)
+			if i%10 == 0 {
+				mustGet(t, c, full)
+				mustGet(t, c, delta)
+			}
 		}
 		time.Sleep(DefaultMinRefreshGap)
 		synctest.Wait()
@@ -56,6 +60,45 @@ func TestRefreshOnChangeCoalescesAStorm(t *testing.T) {
 		}
 		if got := r.total.Load(); got != int64(2+2*s.Rebuilds) {
 			t.Fatalf("loads = %d, want %d", got, 2+2*s.Rebuilds)
+		}
+	})
+}
+
+// A key nobody reads is not rebuilt on every change: the first pass after
+// it was read rebuilds it, the next one removes it from the readOnly tier,
+// and the next Get loads the current payload.
+func TestRefreshOnChangeSkipsUnreadKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		xml := Key{Entity: Application, Name: AllApps}
+		mustGet(t, c, xml)
+		startRun(t, c)
+		for range 1000 {
+			r.bump()
+			c.Invalidate("APP", "", "")
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+		s := c.Stats()
+		if s.RebuiltKeys != 1 || s.UnreadDropped != 1 || s.ReadOnlyKeys != 0 || s.DirtyKeys != 0 {
+			t.Fatalf("stats after an unread storm = %+v", s)
+		}
+		if got := r.total.Load(); got != 2 {
+			t.Fatalf("loads = %d, want 2 (the first Get, one rebuild)", got)
+		}
+		wantPayload(t, mustGet(t, c, xml), r.payload(xml, 1000))
+		if s := c.Stats(); s.ReadOnlyKeys != 1 || r.total.Load() != 3 {
+			t.Fatalf("the next Get did not load and keep the key: %+v, loads %d", s, r.total.Load())
+		}
+		// Read again, it is rebuilt on the next change.
+		r.bump()
+		c.Invalidate("APP", "", "")
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, xml), r.payload(xml, 1001))
+		if s := c.Stats(); s.RebuiltKeys != 2 {
+			t.Fatalf("read key not rebuilt: %+v", s)
 		}
 	})
 }

@@ -133,3 +133,44 @@ func BenchmarkDecodeInstanceJSON(b *testing.B) {
 		}
 	})
 }
+
+// replicationBatch250 is a full peer batch of registrations: the items a
+// restart storm sends.
+func replicationBatch250() []ReplicationItem {
+	apps := registry10k()
+	var items []ReplicationItem
+	for i := range apps.Apps {
+		for j := range apps.Apps[i].Instances {
+			v := &apps.Apps[i].Instances[j]
+			items = append(items, ReplicationItem{AppName: v.Instance.App, ID: v.Instance.InstanceID,
+				Action: ActionRegister, Status: string(v.Instance.Status), Instance: v,
+				LastDirtyTimestamp: v.Instance.LastDirtyTimestamp.UnixMilli(), HasLastDirty: true})
+			if len(items) == 250 {
+				return items
+			}
+		}
+	}
+	return items
+}
+
+func BenchmarkDecodeReplicationList250(b *testing.B) {
+	body := AppendReplicationList(nil, replicationBatch250())
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := DecodeReplicationList(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := slowReplicationList(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -55,6 +55,17 @@ func fastCorpus() []string {
 		`{"applications":{"Application":[]}}`,
 		`{"applications":[]}`,
 		`{"applications":{"application":[{"instance":{"port":1}}]}}`,
+		`{"replicationList":[]}`,
+		`{"replicationList":null}`,
+		`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":"12","action":"Heartbeat"},{},7]}`,
+		`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":12,"status":"UP","overriddenStatus":"UNKNOWN","action":"Heartbeat"}]}`,
+		`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":"x","action":"Cancel"}]}`,
+		`{"replicationList":[{"appName":"A","APPNAME":"B","action":"Cancel"}]}`,
+		`{"replicationList":[{"appName":"A","instanceInfo":{"hostName":"h","app":"A"},"instanceInfo":null,"action":"Register"}]}`,
+		`{"replicationList":[{"appName":"A","instanceInfo":null,"instanceInfo":{"hostName":"h","app":"A","port":{"$":1}},"action":"Register"}]}`,
+		`{"replicationList":[{"appName":"A","instanceInfo":{"hostName":"h","port":{"$":"x"}},"action":"Register"}]}`,
+		`{"replicationList":[{"appName":"A","instanceInfo":"x","action":"Register"}]}`,
+		`{"replicationList":[{"extra":[1,{"a":null}],"id":"i"}],"other":1}`,
 		strings.Repeat(`{"instance":`, 50)+`{}`+strings.Repeat(`}`, 50),
 		`{"instance":{"a":`+strings.Repeat(`[`, 1200)+strings.Repeat(`]`, 1200)+`}}`,
 	)
@@ -73,6 +84,15 @@ func agree(t *testing.T, body []byte) {
 		}
 		if !reflect.DeepEqual(fw, sw) {
 			t.Fatalf("instance readers disagree on %.200q\nfast %+v\nslow %+v", body, fw, sw)
+		}
+	}
+	if fi, ok := fastReplicationList(body); ok {
+		si, err := slowReplicationList(body)
+		if err != nil {
+			t.Fatalf("fast reader accepted a batch encoding/json rejects (%v): %.200q", err, body)
+		}
+		if !reflect.DeepEqual(fi, si) {
+			t.Fatalf("batch readers disagree on %.200q\nfast %+v\nslow %+v", body, fi, si)
 		}
 	}
 	var fd jsonApplications
@@ -108,7 +128,8 @@ func TestFastDecoderAgrees(t *testing.T) {
 		agree(t, []byte(b))
 		var w wireInstance
 		var d jsonApplications
-		if fastInstance([]byte(b), &w) || fastApplications([]byte(b), &d) {
+		_, batch := fastReplicationList([]byte(b))
+		if fastInstance([]byte(b), &w) || fastApplications([]byte(b), &d) || batch {
 			accepted++
 		}
 	}
@@ -150,6 +171,12 @@ func TestFastDecoderAgrees(t *testing.T) {
 	if !fastInstance(AppendInstance(nil, JSON, &registry10k().Apps[0].Instances[0]), &w) {
 		t.Fatal("the fast reader gave up on a register body")
 	}
+	// So does a batch of the registrations this server sends its peers.
+	batch := AppendReplicationList(nil, replicationBatch250())
+	if _, ok := fastReplicationList(batch); !ok {
+		t.Fatal("the fast reader gave up on a batch of 250 registrations")
+	}
+	agree(t, batch)
 }
 
 func FuzzFastDecoderAgrees(f *testing.F) {

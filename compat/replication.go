@@ -101,6 +101,14 @@ type jsonReplicationItem struct {
 // instanceInfo leaves Instance nil, a bad lastDirtyTimestamp leaves
 // HasLastDirty false), so the caller can answer that item alone.
 func DecodeReplicationList(body []byte) ([]ReplicationItem, error) {
+	if items, ok := fastReplicationList(body); ok {
+		return items, nil
+	}
+	return slowReplicationList(body)
+}
+
+// slowReplicationList is DecodeReplicationList with encoding/json.
+func slowReplicationList(body []byte) ([]ReplicationItem, error) {
 	raws, err := rootList(body, "replicationList")
 	if err != nil {
 		return nil, err
@@ -111,22 +119,27 @@ func DecodeReplicationList(body []byte) ([]ReplicationItem, error) {
 		if err := json.Unmarshal(raw, &j); err != nil {
 			continue // left as a zero item: no action, answered as an error
 		}
-		it := ReplicationItem{
-			AppName:          j.AppName.s,
-			ID:               j.ID.s,
-			Status:           j.Status.s,
-			OverriddenStatus: j.OverriddenStatus.s,
-			Action:           ReplicationAction(j.Action.s),
-		}
-		if j.LastDirtyTimestamp.ok {
-			if n, err := parseInt(j.LastDirtyTimestamp, "lastDirtyTimestamp"); err == nil {
-				it.LastDirtyTimestamp, it.HasLastDirty = n, true
-			}
-		}
-		it.Instance = embeddedInstance(j.InstanceInfo)
-		items[i] = it
+		items[i] = j.item(embeddedInstance(j.InstanceInfo))
 	}
 	return items, nil
+}
+
+// item is the ReplicationItem of j with the decoded instanceInfo in.
+func (j *jsonReplicationItem) item(in *registry.LeaseView) ReplicationItem {
+	it := ReplicationItem{
+		AppName:          j.AppName.s,
+		ID:               j.ID.s,
+		Status:           j.Status.s,
+		OverriddenStatus: j.OverriddenStatus.s,
+		Action:           ReplicationAction(j.Action.s),
+		Instance:         in,
+	}
+	if j.LastDirtyTimestamp.ok {
+		if n, err := parseInt(j.LastDirtyTimestamp, "lastDirtyTimestamp"); err == nil {
+			it.LastDirtyTimestamp, it.HasLastDirty = n, true
+		}
+	}
+	return it
 }
 
 // embeddedInstance decodes an unwrapped instance object, nil if absent or bad.

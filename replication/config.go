@@ -29,7 +29,8 @@ type Config struct {
 	PeerNodeConnectionIdleTimeout time.Duration
 	// MaxElementsInPeerReplicationPool bounds each peer's queue
 	// (eureka.server.max-elements-in-peer-replication-pool, default 10000).
-	// When full, the oldest pending task is dropped.
+	// When full, the oldest task's instance is marked for a resync of its
+	// current state (see queue).
 	MaxElementsInPeerReplicationPool int
 	// MaxTimeForReplication is eureka.server.max-time-for-replication: the
 	// life of a Cancel, StatusUpdate or DeleteStatusOverride task (default

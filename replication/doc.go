@@ -56,9 +56,24 @@
 // heartbeat is adopted only while the local lease is still the one the
 // heartbeat was sent for (registry.Adopt), so it never undoes a newer local
 // cancel or override removal.
-// When the queue is full the oldest task is dropped and counted: a dead
-// peer costs a fixed amount of memory (and what it missed comes back
-// through heartbeats that 404 and re-register).
+// When the queue is full, the oldest task's instance is marked for a resync
+// instead of losing the change, as Eureka's queue does (a 100k restart storm
+// through Eureka's 10,000-item pool left a peer 16,000 instances short,
+// BENCHMARKS.md): all its pending tasks leave the queue, and a resync later
+// sends the instance's current state read from the registry when the batch
+// is formed: a Register of the local copy, or a Cancel when it is gone, plus
+// the current override (StatusUpdate) or its removal (DeleteStatusOverride)
+// when an override change was among the replaced tasks. While marked, an
+// instance's new tasks fold into the mark; after the resync is taken they
+// queue behind it, so the per-instance order holds. Marks go out before
+// queued tasks (they are older) and without the batch delay. The marks are
+// bounded by the registry's size plus the queue's bound, not by the burst:
+// beyond that, tasks are dropped and counted. A dead peer therefore costs at
+// most the queue plus one mark per instance, and on its return it is sent
+// the current state of everything it missed.
+// Series: goreka_replication_resync_pending (marks waiting),
+// goreka_replication_resyncs_total (instances marked),
+// goreka_replication_resynced_total (resyncs sent), per peer.
 //
 // One sender per peer sends a batch of up to 250 tasks to
 // POST {peer}peerreplication/batch/ once 250 are pending or the oldest has

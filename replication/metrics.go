@@ -9,14 +9,17 @@ import "github.com/prometheus/client_golang/prometheus"
 // /metrics needs no import of this package.
 var (
 	descQueue         = peerDesc("goreka_replication_queue_depth", "Replication tasks waiting for a peer.")
-	descQueueCap      = peerDesc("goreka_replication_queue_capacity", "Bound of a peer's replication queue (max-elements-in-peer-replication-pool); the oldest task is dropped beyond it.")
+	descQueueCap      = peerDesc("goreka_replication_queue_capacity", "Bound of a peer's replication queue (max-elements-in-peer-replication-pool); beyond it, the oldest task's instance is marked for a resync.")
 	descLag           = peerDesc("goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.")
 	descUp            = peerDesc("goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.")
 	descAvailable     = peerDesc("goreka_replication_peer_available", "1 if the last batch or idle probe sent to the peer succeeded: the status page's available-replicas.")
 	descBatches       = peerDesc("goreka_replication_batches_total", "Replication batches a peer accepted.")
 	descItems         = peerDesc("goreka_replication_items_total", "Replication items sent in accepted batches.")
 	descFailures      = peerDesc("goreka_replication_failures_total", "Replication failures by kind: congestion, network, rejected, bad_response, item.", "kind")
-	descDropped       = peerDesc("goreka_replication_dropped_total", "Replication tasks dropped (queue full or not retryable).")
+	descDropped       = peerDesc("goreka_replication_dropped_total", "Replication tasks dropped: queue full with the resync marks at their bound (registry size plus the queue's), or a batch not retryable.")
+	descResyncPending = peerDesc("goreka_replication_resync_pending", "Instances marked for a resync of their current state because their tasks overflowed the queue.")
+	descResyncs       = peerDesc("goreka_replication_resyncs_total", "Instances marked for a resync after a queue overflow.")
+	descResynced      = peerDesc("goreka_replication_resynced_total", "Resyncs of an instance's current state taken into a batch.")
 	descExpired       = peerDesc("goreka_replication_expired_total", "Replication tasks that expired while queued.")
 	descCoalesced     = peerDesc("goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).")
 	descLastSuccessTS = peerDesc("goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.")
@@ -51,7 +54,7 @@ func (r *Replicator) Collector() prometheus.Collector {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
-		descDropped, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable} {
+		descDropped, descResyncPending, descResyncs, descResynced, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable} {
 		ch <- d
 	}
 }
@@ -94,6 +97,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descFailures, p.Failures.BadResponse, p.URL, "bad_response")
 		counter(descFailures, p.Failures.Items, p.URL, "item")
 		counter(descDropped, p.Dropped, p.URL)
+		gauge(descResyncPending, float64(p.ResyncPending), p.URL)
+		counter(descResyncs, p.Resyncs, p.URL)
+		counter(descResynced, p.Resynced, p.URL)
 		counter(descExpired, p.Expired, p.URL)
 		counter(descCoalesced, p.Coalesced, p.URL)
 		ts := 0.0

@@ -16,7 +16,7 @@ import (
 func TestCollector(t *testing.T) {
 	const peer = "http://peer1:8761/eureka/"
 	peers := []PeerStatus{{URL: peer, State: "failing", QueueDepth: 42, Lag: 2 * time.Second,
-		BatchesSent: 9, ItemsSent: 90, Dropped: 1, Expired: 2, Coalesced: 5, LastSuccess: time.Unix(1_700_000_000, 500_000_000),
+		BatchesSent: 9, ItemsSent: 90, Dropped: 1, Expired: 2, Coalesced: 5, ResyncPending: 7, Resyncs: 11, Resynced: 4, LastSuccess: time.Unix(1_700_000_000, 500_000_000),
 		Failures: Failures{Congestion: 1, Network: 4, Rejected: 2, BadResponse: 3, Items: 6}}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(func() []PeerStatus { return peers }))
@@ -77,7 +77,10 @@ func TestCollector(t *testing.T) {
 		{"goreka_replication_failures_total", failHelp, counter, "rejected", 2},
 		{"goreka_replication_failures_total", failHelp, counter, "bad_response", 3},
 		{"goreka_replication_failures_total", failHelp, counter, "item", 6},
-		{"goreka_replication_dropped_total", "Replication tasks dropped (queue full or not retryable).", counter, "", 1},
+		{"goreka_replication_dropped_total", "Replication tasks dropped: queue full with the resync marks at their bound (registry size plus the queue's), or a batch not retryable.", counter, "", 1},
+		{"goreka_replication_resync_pending", "Instances marked for a resync of their current state because their tasks overflowed the queue.", gauge, "", 7},
+		{"goreka_replication_resyncs_total", "Instances marked for a resync after a queue overflow.", counter, "", 11},
+		{"goreka_replication_resynced_total", "Resyncs of an instance's current state taken into a batch.", counter, "", 4},
 		{"goreka_replication_expired_total", "Replication tasks that expired while queued.", counter, "", 2},
 		{"goreka_replication_coalesced_total", "Replication tasks folded into the same instance's last pending task of the same action (repeated heartbeats, registers, cancels).", counter, "", 5},
 		{"goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.", gauge, "", 1_700_000_000.5},

@@ -14,7 +14,8 @@ type task struct {
 	enqueued time.Time // when the task joined the queue
 	expires  time.Time
 
-	prev, next *task
+	prev, next   *task // the queue, oldest first
+	older, newer *task // the same instance's other pending tasks
 }
 
 // instanceKey addresses the instance a task is about.
@@ -34,6 +35,24 @@ func coalesces(a compat.ReplicationAction) bool {
 	return a == compat.ActionHeartbeat || a == compat.ActionRegister || a == compat.ActionCancel
 }
 
+// resyncFlags say what a pending resync of an instance must send besides
+// its current presence: resyncOverride when one of the tasks it replaced
+// changed the status override, so the peer gets the current override (or
+// its removal) too.
+type resyncFlags uint8
+
+const (
+	resyncState    resyncFlags = 1 << iota // always set: send the current copy, or a cancel
+	resyncOverride                         // send the current override, or its removal
+)
+
+func flagsOf(a compat.ReplicationAction) resyncFlags {
+	if a == compat.ActionStatusUpdate || a == compat.ActionDeleteStatusOverride {
+		return resyncState | resyncOverride
+	}
+	return resyncState
+}
+
 // queue is a bounded FIFO of tasks that keeps each instance's tasks in the
 // order the registry made the changes. A new task replaces the instance's
 // last pending task, in place, only when both are of the same coalescing
@@ -41,21 +60,48 @@ func coalesces(a compat.ReplicationAction) bool {
 // batcher, which keys tasks by action and instance and so can deliver
 // "override OUT_OF_SERVICE, override UP" as "override UP" alone, or a
 // register after its own cancel. Heartbeats, which follow each other with
-// nothing in between, still collapse to one pending task per instance. When
-// full, the oldest task is dropped. Not safe for concurrent use; the peer's
+// nothing in between, still collapse to one pending task per instance.
+//
+// When full, the queue does not lose the oldest change, as Eureka's does:
+// the instance of the oldest task is marked for a resync instead, and all
+// its pending tasks leave the queue. A resync sends the instance's current
+// state, read from the registry when its batch is formed (see
+// Replicator.resyncLocked), which says everything the replaced tasks said,
+// so a burst larger than the bound still converges. While an instance is
+// marked, its new tasks fold into the mark; once the resync is taken, its
+// later tasks queue behind it as usual, so the instance's order holds. The
+// marks cost one map entry per instance, bounded by the registry's size
+// plus the queue's bound (limit); an instance marked beyond that is
+// dropped and counted, as before. Not safe for concurrent use; the peer's
 // mutex guards it.
 type queue struct {
 	max        int
 	n          int
 	last       map[instanceKey]*task // each instance's newest pending task
 	head, tail *task
+
+	// dirty holds the instances marked for a resync, with what to send;
+	// order lists them in the order they were marked, from dirtyHead on
+	// (entries no longer in dirty are skipped).
+	dirty     map[instanceKey]resyncFlags
+	order     []instanceKey
+	dirtyHead int
+	// limit returns the bound of dirty (nil: max); limitAt caches it
+	// until dirty reaches it.
+	limit   func() int
+	limitAt int
+	resyncs uint64 // instances marked, ever
 }
 
 func newQueue(max int) *queue {
 	return &queue{max: max, last: make(map[instanceKey]*task)}
 }
 
+// len is the number of queued tasks, marks not included.
 func (q *queue) len() int { return q.n }
+
+// pendingResyncs is the number of instances marked for a resync.
+func (q *queue) pendingResyncs() int { return len(q.dirty) }
 
 func (q *queue) unlink(t *task) {
 	if t.prev != nil {
@@ -68,34 +114,41 @@ func (q *queue) unlink(t *task) {
 	} else {
 		q.tail = t.prev
 	}
-	if q.last[t.inst] == t {
-		// The instance's newest pending task is now the one before t of the
-		// same instance, if any; the tasks before t are older, so scan back.
+	if t.newer != nil {
+		t.newer.older = t.older
+	} else if t.older != nil {
+		q.last[t.inst] = t.older
+	} else {
 		delete(q.last, t.inst)
-		for p := t.prev; p != nil; p = p.prev {
-			if p.inst == t.inst {
-				q.last[t.inst] = p
-				break
-			}
-		}
 	}
-	t.prev, t.next = nil, nil
+	if t.older != nil {
+		t.older.newer = t.newer
+	}
+	t.prev, t.next, t.older, t.newer = nil, nil, nil, nil
 	q.n--
 }
 
-// push appends t, or folds it into the instance's last pending task. It
-// reports whether t was folded and how many tasks were dropped to stay
-// within the bound.
+// push appends t, or folds it into the instance's last pending task or its
+// pending resync. It reports whether t was folded and how many tasks were
+// dropped to stay within the bound.
 func (q *queue) push(t *task) (coalesced bool, dropped int) {
 	t.inst = keyOf(&t.item)
+	if f, ok := q.dirty[t.inst]; ok {
+		q.dirty[t.inst] = f | flagsOf(t.item.Action)
+		return true, 0
+	}
 	if l := q.last[t.inst]; l != nil && l.item.Action == t.item.Action && coalesces(t.item.Action) {
 		l.item, l.rev, l.expires = t.item, t.rev, t.expires
 		return true, 0
 	}
 	for q.n >= q.max && q.head != nil {
-		q.unlink(q.head)
-		dropped++
+		dropped += q.markDirty(q.head.inst, 0)
 	}
+	q.append(t)
+	return false, dropped
+}
+
+func (q *queue) append(t *task) {
 	t.prev, t.next = q.tail, nil
 	if q.tail != nil {
 		q.tail.next = t
@@ -103,19 +156,100 @@ func (q *queue) push(t *task) (coalesced bool, dropped int) {
 		q.head = t
 	}
 	q.tail = t
+	if l := q.last[t.inst]; l != nil {
+		l.newer, t.older = t, l
+	}
 	q.last[t.inst] = t
 	q.n++
-	return false, dropped
+}
+
+// markDirty replaces every pending task of inst by a resync of inst (with
+// flags f besides theirs). Beyond the bound of marks, the tasks are
+// dropped instead; it returns how many were.
+func (q *queue) markDirty(inst instanceKey, f resyncFlags) (dropped int) {
+	f |= resyncState
+	n := 0
+	for t := q.last[inst]; t != nil; {
+		older := t.older
+		f |= flagsOf(t.item.Action)
+		q.unlink(t)
+		n++
+		t = older
+	}
+	if old, ok := q.dirty[inst]; ok {
+		q.dirty[inst] = old | f
+		return 0
+	}
+	if len(q.dirty) >= q.limitAt {
+		q.limitAt = q.max
+		if q.limit != nil {
+			q.limitAt = max(q.limit(), 0) + q.max
+		}
+		if len(q.dirty) >= q.limitAt {
+			return n
+		}
+	}
+	if q.dirty == nil {
+		q.dirty = make(map[instanceKey]resyncFlags)
+	}
+	q.dirty[inst] = f
+	q.order = append(q.order, inst)
+	q.resyncs++
+	return 0
+}
+
+// nextResync returns the oldest mark without removing it; false when there
+// is none.
+func (q *queue) nextResync() (instanceKey, resyncFlags, bool) {
+	for q.dirtyHead < len(q.order) {
+		k := q.order[q.dirtyHead]
+		if f, ok := q.dirty[k]; ok {
+			return k, f, true
+		}
+		q.order[q.dirtyHead] = instanceKey{}
+		q.dirtyHead++
+	}
+	return instanceKey{}, 0, false
+}
+
+// takeResync removes the oldest mark; false when there is none.
+func (q *queue) takeResync() (instanceKey, resyncFlags, bool) {
+	for q.dirtyHead < len(q.order) {
+		k := q.order[q.dirtyHead]
+		q.order[q.dirtyHead] = instanceKey{}
+		q.dirtyHead++
+		if f, ok := q.dirty[k]; ok {
+			delete(q.dirty, k)
+			switch {
+			case len(q.dirty) == 0:
+				// Maps and slices keep their size: let a burst's go.
+				q.dirty, q.order, q.dirtyHead = nil, nil, 0
+			case q.dirtyHead > 1024 && 2*q.dirtyHead > len(q.order):
+				n := copy(q.order, q.order[q.dirtyHead:])
+				clear(q.order[n:])
+				q.order, q.dirtyHead = q.order[:n], 0
+			}
+			return k, f, true
+		}
+	}
+	q.order, q.dirtyHead = q.order[:0], 0
+	return instanceKey{}, 0, false
 }
 
 // requeue puts the tasks of a failed batch back at the front, in their
 // order, skipping those expired at now. The batch was taken from the front,
 // so every pending task is newer than all of them: an instance's newest
-// pending task stays its newest. It returns how many expired and how many
+// pending task stays its newest. A task of an instance marked for a resync
+// meanwhile folds into the mark. It returns how many expired and how many
 // were dropped for room (the requeued tasks are the oldest there are).
 func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 	for i := len(ts) - 1; i >= 0; i-- {
 		t := ts[i]
+		t.prev, t.next, t.older, t.newer = nil, nil, nil, nil
+		if f, ok := q.dirty[t.inst]; ok {
+			q.dirty[t.inst] = f | flagsOf(t.item.Action)
+			continue
+		}
 		if !now.Before(t.expires) {
 			expired++
 			continue
@@ -124,14 +258,21 @@ func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 			dropped++
 			continue
 		}
-		t.prev, t.next = nil, q.head
+		t.next = q.head
 		if q.head != nil {
 			q.head.prev = t
 		} else {
 			q.tail = t
 		}
 		q.head = t
-		if q.last[t.inst] == nil {
+		// t is older than every pending task of its instance.
+		if l := q.last[t.inst]; l != nil {
+			o := l
+			for o.older != nil {
+				o = o.older
+			}
+			o.older, t.newer = t, o
+		} else {
 			q.last[t.inst] = t
 		}
 		q.n++

@@ -80,7 +80,9 @@ func TestQueueRequeueKeepsOrder(t *testing.T) {
 }
 
 // A peer that never answers and 100k distinct instances: the queue stays at
-// its bound and the overflow is counted.
+// its bound, the overflow is marked for a resync up to the registry's size
+// plus that bound (here the registry is empty: 1000 marks), and the rest is
+// dropped and counted.
 func TestDeadPeerMemoryBounded(t *testing.T) {
 	t.Parallel()
 	clk := clocktest.New(time.Unix(1000, 0))
@@ -97,8 +99,9 @@ func TestDeadPeerMemoryBounded(t *testing.T) {
 		rep.OnRenew(registry.Renewal{App: "APP", ID: fmt.Sprint("i-", i), Instance: in})
 	}
 	st := rep.Status()[0]
-	if st.QueueDepth != 1000 || st.Dropped != n-1000 || st.Coalesced != 1000 {
-		t.Errorf("depth %d dropped %d coalesced %d; want 1000 %d 1000", st.QueueDepth, st.Dropped, st.Coalesced, n-1000)
+	if st.QueueDepth != 1000 || st.ResyncPending != 1000 || st.Dropped != n-2000 || st.Coalesced != 1000 {
+		t.Errorf("depth %d resyncs %d dropped %d coalesced %d; want 1000 1000 %d 1000",
+			st.QueueDepth, st.ResyncPending, st.Dropped, st.Coalesced, n-2000)
 	}
 	p := rep.list()[0]
 	if len(p.q.last) != 1000 {

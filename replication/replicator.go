@@ -71,7 +71,7 @@ type peerState struct {
 type counters struct {
 	batches, items                                   uint64
 	congestion, network, rejected, badResp, itemFail uint64
-	dropped, expired, coalesced, heldBack            uint64
+	dropped, expired, coalesced, heldBack, resynced  uint64
 	lastSuccess, lastErrAt, backoffUntil             time.Time
 	lastErr                                          string
 }
@@ -110,6 +110,9 @@ func (r *Replicator) newPeerState(p Peer) *peerState {
 		rnd:  rand.New(rand.NewPCG(r.cfg.Seed, r.seeds)),
 		q:    newQueue(r.cfg.MaxElementsInPeerReplicationPool),
 	}
+	if r.reg != nil {
+		ps.q.limit = r.reg.Size
+	}
 	r.seeds++
 	return ps
 }
@@ -140,7 +143,8 @@ func (r *Replicator) Peers() []Peer {
 
 // OnEvent queues a registry change for every peer. It is a registry
 // listener: called in revision order, never concurrently, and it never
-// blocks on the network (a full queue drops its oldest task). Each event is
+// blocks on the network (a full queue marks its oldest task's instance for
+// a resync, see queue). Each event is
 // self-contained, so nothing is read back from the registry. Changes that
 // came from a peer, evictions (every server evicts on its own), status
 // corrections on renew and adopted overrides (the heartbeat carries those)
@@ -354,9 +358,13 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 	}
 	for ctx.Err() == nil {
 		p.mu.Lock()
-		n, oldest := p.q.len(), p.q.oldest()
+		n, oldest, resyncs := p.q.len(), p.q.oldest(), p.q.pendingResyncs()
 		contact := p.lastContact
 		p.mu.Unlock()
+		if resyncs > 0 {
+			// Marks are older than anything queued: no batch delay.
+			n = max(n, r.cfg.BatchSize)
+		}
 		if n == 0 {
 			if contact.IsZero() {
 				contact = r.cfg.Now() // started: the first probe after one interval
@@ -421,7 +429,10 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	p.mu.Lock()
-	batch, expired := p.q.take(r.cfg.BatchSize, r.cfg.Now())
+	now := r.cfg.Now()
+	batch := r.resyncLocked(p, r.cfg.BatchSize, now)
+	more, expired := p.q.take(r.cfg.BatchSize-len(batch), now)
+	batch = append(batch, more...)
 	p.st.expired += uint64(expired)
 	p.mu.Unlock()
 	if len(batch) == 0 {
@@ -458,6 +469,54 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 		r.handleItemFailure(p, items[i], batch[i].rev, resp)
 	}
 	return 0, nil
+}
+
+// resyncLocked turns the oldest resync marks of p's queue into tasks, at
+// most n items: each instance's current state from the registry, a
+// Register of the local copy or, when it is gone, a Cancel; and when an
+// override change was among the tasks the mark replaced, the current
+// override as a StatusUpdate or, without one, a DeleteStatusOverride with
+// the current status (two items, never split over two batches; with n < 2
+// they exceed it). The copy may be newer than the revisions the queue
+// has seen (p.seen): the changes in between are still on their way to
+// OnEvent and reach the peer after it, in order, each a setter of state
+// the copy already holds, so the peer ends at the same state. p.mu is held.
+func (r *Replicator) resyncLocked(p *peerState, n int, now time.Time) []*task {
+	var out []*task
+	for len(out) < n {
+		k, f, ok := p.q.nextResync()
+		if !ok || (f&resyncOverride != 0 && len(out)+2 > n && len(out) > 0) {
+			break // the next one's two items go into the next batch
+		}
+		p.q.takeResync()
+		p.st.resynced++
+		add := func(it compat.ReplicationItem, in *registry.Instance, rev int64) {
+			out = append(out, &task{inst: k, item: it, rev: rev, enqueued: now, expires: now.Add(r.ttl(it.Action, in))})
+		}
+		v, ok := r.reg.Get(k.app, k.id)
+		if !ok {
+			add(compat.ReplicationItem{AppName: k.app, ID: k.id, Action: compat.ActionCancel}, nil, 0)
+			continue
+		}
+		if v.Static {
+			continue // each node's own configuration, never replicated
+		}
+		in := v.Instance
+		reg := compat.ReplicationItem{AppName: k.app, ID: k.id, Action: compat.ActionRegister,
+			Instance: &v, Status: string(in.Status)}
+		setDirty(&reg, in)
+		add(reg, in, v.Revision)
+		if f&resyncOverride == 0 {
+			continue
+		}
+		ov := compat.ReplicationItem{AppName: k.app, ID: k.id, Action: compat.ActionDeleteStatusOverride, Status: string(in.Status)}
+		if o := in.OverriddenStatus; o != "" && o != registry.StatusUnknown {
+			ov.Action, ov.Status = compat.ActionStatusUpdate, string(o)
+		}
+		setDirty(&ov, in)
+		add(ov, in, v.Revision)
+	}
+	return out
 }
 
 func (r *Replicator) succeeded(p *peerState, n int) {
@@ -600,7 +659,7 @@ func (r *Replicator) Flush(ctx context.Context) error {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				p.mu.Lock()
-				n := p.q.len()
+				n := p.q.len() + p.q.pendingResyncs()
 				p.mu.Unlock()
 				if n == 0 {
 					return
@@ -632,14 +691,19 @@ type PeerStatus struct {
 	// Failures by kind: batches answered 503 or timed out (Congestion),
 	// network errors (Network), other statuses (Rejected), unusable answers
 	// (BadResponse), and items a peer answered with a non-2xx (Items).
-	Failures    Failures
-	Dropped     uint64 // tasks dropped: queue full or batch not retryable
-	Expired     uint64 // tasks that outlived their expiry while queued
-	Coalesced   uint64 // tasks folded into the instance's last pending task of the same action
-	HeldBack    uint64 // heartbeats not queued because they overtook a change not yet queued
-	LastSuccess time.Time
-	LastError   string
-	LastErrorAt time.Time
+	Failures  Failures
+	Dropped   uint64 // tasks dropped: queue and resync marks full, or batch not retryable
+	Expired   uint64 // tasks that outlived their expiry while queued
+	Coalesced uint64 // tasks folded into the instance's last pending task of the same action
+	HeldBack  uint64 // heartbeats not queued because they overtook a change not yet queued
+	// ResyncPending counts the instances marked for a resync (their tasks
+	// overflowed the queue, see queue); Resyncs counts the instances ever
+	// marked, Resynced the resyncs taken into a batch.
+	ResyncPending     int
+	Resyncs, Resynced uint64
+	LastSuccess       time.Time
+	LastError         string
+	LastErrorAt       time.Time
 	// Available: the last batch or probe sent to the peer succeeded. A peer
 	// nothing was sent to yet is not available.
 	Available bool
@@ -663,6 +727,7 @@ func (r *Replicator) Status() []PeerStatus {
 			Failures: Failures{Congestion: p.st.congestion, Network: p.st.network, Rejected: p.st.rejected,
 				BadResponse: p.st.badResp, Items: p.st.itemFail},
 			Dropped: p.st.dropped, Expired: p.st.expired, Coalesced: p.st.coalesced, HeldBack: p.st.heldBack,
+			ResyncPending: p.q.pendingResyncs(), Resyncs: p.q.resyncs, Resynced: p.st.resynced,
 			LastSuccess: p.st.lastSuccess, LastError: p.st.lastErr, LastErrorAt: p.st.lastErrAt,
 		}
 		if o := p.q.oldest(); !o.IsZero() {

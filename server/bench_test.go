@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -195,4 +196,29 @@ func BenchmarkStaticHTTP10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchHTTPFetch(b, staticGzip(v.Gzip))
+}
+
+// BenchmarkRegisterHTTP10k is a registration of a new instance (a Spring
+// Boot client's body) through the router into a 10k registry: decode,
+// validation, insert and the answer, without cmd's listeners.
+func BenchmarkRegisterHTTP10k(b *testing.B) {
+	s, _ := benchServer(b, 10_000)
+	const body = `{"instance":{"instanceId":"%[1]s","hostName":"%[1]s","app":"BURST","ipAddr":"10.1.0.1","status":"UP",` +
+		`"overriddenStatus":"UNKNOWN","port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},` +
+		`"countryId":1,"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},` +
+		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"metadata":{"management.port":"8080","zone":"z1"},` +
+		`"homePageUrl":"http://%[1]s:8080/","statusPageUrl":"http://%[1]s:8080/actuator/info",` +
+		`"healthCheckUrl":"http://%[1]s:8080/actuator/health","vipAddress":"burst","secureVipAddress":"burst",` +
+		`"isCoordinatingDiscoveryServer":"false","lastUpdatedTimestamp":"1700000000000","lastDirtyTimestamp":"1700000000000"}}`
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discard{h: http.Header{}}
+		for pb.Next() {
+			id := fmt.Sprintf("burst-%d", n.Add(1))
+			r := httptest.NewRequest("POST", "/eureka/apps/BURST", strings.NewReader(fmt.Sprintf(body, id)))
+			r.Header.Set("Content-Type", "application/json")
+			s.ServeHTTP(w, r)
+		}
+	})
 }

@@ -30,6 +30,7 @@ const defaultNamespace = "default"
 type stack struct {
 	name    string // defaultNamespace for /eureka/
 	log     *slog.Logger
+	changes changeLog // rate limit of onEvent's log lines (one per stack: listeners of two stacks run concurrently)
 	reg     *registry.Registry
 	cache   *cache.Cache
 	regions server.Regions // eureka.server.remote-region-*: the default namespace's only
@@ -54,6 +55,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	if name != defaultNamespace {
 		s.log = a.log.With("namespace", name)
 	}
+	s.changes = changeLog{log: s.log, now: now}
 	ro := registryOptions(cfg, now, s.onEvent, s.onRenew)
 	if name != defaultNamespace {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
@@ -142,23 +144,35 @@ func (s *stack) onEvent(e registry.Event) {
 	if s.metrics != nil {
 		s.metrics.OnEvent(e)
 	}
+	// Each line is rate-limited (changeLog); the check comes first so that a
+	// suppressed line costs no formatting.
 	switch e.Kind {
 	case registry.EventStatusCorrected:
-		s.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		if s.changes.allow() {
+			s.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
+		}
 	case registry.EventRegister:
-		s.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		if s.changes.allow() {
+			s.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventCancel:
-		s.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
+		if s.changes.allow() {
+			s.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventEvict:
 		// logged by the eviction job ("evicted expired lease"): one line per eviction
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
-		s.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		if s.changes.allow() {
+			s.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
+		}
 	case registry.EventProbeStatus, registry.EventHeldStatus:
-		if e.Changed {
+		if e.Changed && s.changes.allow() {
 			s.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
 		}
 	case registry.EventOverrideStored:
-		s.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
+		if s.changes.allow() {
+			s.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
+		}
 	}
 }
 

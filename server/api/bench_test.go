@@ -97,3 +97,16 @@ func BenchmarkIndexApply(b *testing.B) {
 		a.idx.Apply(e)
 	}
 }
+
+// BenchmarkBuildSecondary100k is the pass the first status, VIP or
+// metadata query makes over 100k instances; the index's write lock is held
+// meanwhile, so change delivery waits that long once.
+func BenchmarkBuildSecondary100k(b *testing.B) {
+	_, a := fleet100k(b)
+	for b.Loop() {
+		a.idx.mu.Lock()
+		a.idx.secondary = false
+		a.idx.buildSecondary()
+		a.idx.mu.Unlock()
+	}
+}

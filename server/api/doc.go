@@ -10,7 +10,8 @@
 //   - the Index keeps each instance as of its last change with sets by
 //     application, status, VIP, secure VIP and metadata key=value, O(1) in
 //     the registry's size per change, so a filtered query walks the
-//     smallest set its filters name rather than the registry;
+//     smallest set its filters name rather than the registry (all but the
+//     application sets are built by the first query that needs them);
 //   - the history ring keeps the last changes, so a watcher that resumes at
 //     a recent revision gets what it missed instead of a snapshot.
 //

@@ -24,6 +24,7 @@ var (
 	descCacheInvalidate  = desc("goreka_cache_invalidations_total", "Response cache invalidations (one per registry change).")
 	descCacheRebuilds    = desc("goreka_cache_rebuilds_total", "Refresh passes over the read-only cache tier.")
 	descCacheRebuiltKeys = desc("goreka_cache_rebuilt_keys_total", "Read-only cache entries replaced by refresh passes.")
+	descCacheUnread      = desc("goreka_cache_unread_dropped_total", "Read-only cache entries a refresh pass removed instead of rebuilding, because nothing had read them since they were built.")
 	descCacheKeys        = desc("goreka_cache_keys", "Entries in the response cache, by tier.", "tier")
 	descCacheDirty       = desc("goreka_cache_dirty_keys", "Read-only cache entries waiting for a rebuild.")
 	descCachePayloadAge  = desc("goreka_cache_payload_age_seconds", "Age of the oldest payload the cache can serve without loading.")
@@ -33,7 +34,7 @@ var (
 func (sc *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		descCacheHits, descCacheMisses, descCacheShared, descCacheLoadErrors, descCacheInvalidate, descCacheRebuilds,
-		descCacheRebuiltKeys, descCacheKeys, descCacheDirty, descCachePayloadAge, descCacheLastRebuild,
+		descCacheRebuiltKeys, descCacheUnread, descCacheKeys, descCacheDirty, descCachePayloadAge, descCacheLastRebuild,
 	} {
 		ch <- d
 	}
@@ -56,6 +57,7 @@ func (sc *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descCacheInvalidate, s.Invalidations)
 		counter(descCacheRebuilds, s.Rebuilds)
 		counter(descCacheRebuiltKeys, s.RebuiltKeys)
+		counter(descCacheUnread, s.UnreadDropped)
 		gauge(descCacheKeys, float64(s.ReadOnlyKeys), "read_only")
 		gauge(descCacheKeys, float64(s.ReadWriteKeys), "read_write")
 		gauge(descCacheDirty, float64(s.DirtyKeys))
