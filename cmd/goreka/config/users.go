@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/goreka/goreka/server"
@@ -42,80 +41,66 @@ type User struct {
 
 var userRoles = []string{"peer", "admin"}
 
-// bindUsers reads goreka.security.users. As Spring binds lists, the
-// highest source that has the list supplies all of it.
+// bindUsers reads goreka.security.users with the same record reader as
+// goreka.static-instances (listItems): as Spring binds lists, the highest
+// source that has the list supplies all of it, numbered from 0.
 func bindUsers(st *stack, c *Config, errs *[]error) {
-	prefix := UsersProperty + "["
-	var l *layer
-	for _, x := range st.layers {
-		for k := range x.entries {
-			if strings.HasPrefix(k, prefix) {
-				l = x
-				break
-			}
-		}
-		if l != nil {
-			break
-		}
+	items, found, err := st.listItems(UsersProperty, canonicalKey(UsersProperty))
+	if err != nil {
+		*errs = append(*errs, err)
+		return
 	}
-	if l == nil {
+	if !found {
+		return
+	}
+	if len(items) > maxUsers {
+		*errs = append(*errs, fmt.Errorf("%s: %d users; at most %d", UsersProperty, len(items), maxUsers))
 		return
 	}
 	byIndex := map[int]*User{}
 	source := ""
-	for _, k := range sortedKeys(l.entries) {
-		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok {
-			continue
-		}
-		e := l.entries[k]
-		source = e.source
-		idx, field, ok := strings.Cut(rest, "].")
-		n, err := strconv.Atoi(idx)
-		if !ok || err != nil || n < 0 || n >= maxUsers {
-			*errs = append(*errs, fmt.Errorf("%s (%s): expected %s[N].name, .password, .roles, .apps or .namespaces with 0 <= N < %d", e.key, e.source, UsersProperty, maxUsers))
-			continue
-		}
-		if i := strings.IndexByte(field, '['); i > 0 {
-			field = field[:i]
-		}
-		st.steps = 0
-		v, err := st.resolve(e.value, []string{k})
-		if err != nil {
-			*errs = append(*errs, fmt.Errorf("%s (%s): %w", e.key, e.source, err))
-			continue
-		}
-		u := byIndex[n]
-		if u == nil {
-			u = &User{}
-			byIndex[n] = u
-		}
-		switch field {
-		case "name":
-			u.Name = strings.TrimSpace(v)
-		case "password":
-			u.Password = v
-		case "roles":
-			for _, r := range splitList(v) {
-				r = strings.ToLower(r)
-				if !slices.Contains(userRoles, r) {
-					*errs = append(*errs, fmt.Errorf("%s=%q (%s): unknown role; known roles: %s", e.key, v, e.source, strings.Join(userRoles, ", ")))
-					continue
-				}
-				u.Roles = append(u.Roles, r)
+	for _, it := range items {
+		u := &User{}
+		byIndex[it.index] = u
+		for _, fk := range sortedKeys(it.fields) {
+			e, _, err := st.resolved(it.fields[fk])
+			if err != nil {
+				*errs = append(*errs, err)
+				continue
 			}
-		case "apps":
-			u.Apps = append(u.Apps, splitList(v)...)
-		case "namespaces":
-			for _, ns := range splitList(v) {
-				if err := server.ValidateNamespace(ns); err != nil {
-					*errs = append(*errs, fmt.Errorf("%s=%q (%s): %w", e.key, v, e.source, err))
-					continue
-				}
-				u.Namespaces = append(u.Namespaces, ns)
+			source = e.source
+			field := fk
+			if i := strings.IndexByte(field, '['); i > 0 {
+				field = field[:i] // roles[0], apps[1]: a YAML sequence
 			}
-		default:
-			*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles, apps and namespaces", e.key, e.source, field))
+			v := e.value
+			switch field {
+			case "name":
+				u.Name = strings.TrimSpace(v)
+			case "password":
+				u.Password = v
+			case "roles":
+				for _, r := range splitList(v) {
+					r = strings.ToLower(r)
+					if !slices.Contains(userRoles, r) {
+						*errs = append(*errs, fmt.Errorf("%s=%q (%s): unknown role; known roles: %s", e.key, v, e.source, strings.Join(userRoles, ", ")))
+						continue
+					}
+					u.Roles = append(u.Roles, r)
+				}
+			case "apps":
+				u.Apps = append(u.Apps, splitList(v)...)
+			case "namespaces":
+				for _, ns := range splitList(v) {
+					if err := server.ValidateNamespace(ns); err != nil {
+						*errs = append(*errs, fmt.Errorf("%s=%q (%s): %w", e.key, v, e.source, err))
+						continue
+					}
+					u.Namespaces = append(u.Namespaces, ns)
+				}
+			default:
+				*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles, apps and namespaces", e.key, e.source, field))
+			}
 		}
 	}
 	idxs := make([]int, 0, len(byIndex))

@@ -69,7 +69,7 @@ func TestUsersErrors(t *testing.T) {
 		{"no name", []string{"--goreka.security.users[0].password=a"}, "a user needs a name"},
 		{"unknown role", []string{"--goreka.security.users[0].name=a", "--goreka.security.users[0].password=b", "--goreka.security.users[0].roles=root"}, `unknown role; known roles: peer, admin`},
 		{"unknown field", []string{"--goreka.security.users[0].name=a", "--goreka.security.users[0].password=b", "--goreka.security.users[0].app=X"}, `unknown field "app" of a user`},
-		{"index too large", []string{"--goreka.security.users[10000].name=a"}, "expected goreka.security.users[N].name"},
+		{"gap", []string{"--goreka.security.users[1].name=a", "--goreka.security.users[1].password=b"}, "goreka.security.users[0] (command line): missing (entries are numbered from 0 without gaps)"},
 		{"duplicate", []string{"--goreka.security.users[0].name=a", "--goreka.security.users[0].password=b", "--goreka.security.users[1].name=a", "--goreka.security.users[1].password=c"}, `user "a" is configured twice`},
 		{"same as the full user", []string{"--spring.security.user.password=p", "--goreka.security.users[0].name=user", "--goreka.security.users[0].password=c"}, `user "user" is configured twice`},
 		{"colon", []string{"--goreka.security.users[0].name=a:b", "--goreka.security.users[0].password=c"}, "contains ':'"},
