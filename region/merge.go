@@ -16,8 +16,12 @@ import (
 // the whitelisted instances of the regions, grouped by application (regions
 // in order of the list), and their status counts.
 type Overlay struct {
-	ByApp  map[string][]registry.LeaseView
-	Names  []string // the keys of ByApp, sorted
+	ByApp map[string][]registry.LeaseView
+	Names []string // the keys of ByApp, sorted
+	// From are the regions' copies the overlay was made from, one per
+	// region asked for (nil: none yet), each read once: a cache keyed by
+	// them holds exactly this overlay, even while a fetch replaces a copy.
+	From   []*registry.Applications
 	counts map[registry.Status]int
 }
 
@@ -34,6 +38,7 @@ func (s *Set) Overlay(regions []string) *Overlay {
 			continue
 		}
 		apps, _ := r.Copy()
+		o.From = append(o.From, apps)
 		if apps == nil {
 			continue
 		}

@@ -76,12 +76,10 @@ func (rg Regions) overlay() *regionOverlay {
 	if ov.Empty() {
 		return nil
 	}
-	out := &regionOverlay{Overlay: ov}
-	for _, r := range rg.Set.Remotes() {
-		apps, _ := r.Copy()
-		out.from = append(out.from, apps)
-	}
-	return out
+	// The key of the kept segment is the copies the overlay read, not a
+	// second read of them, which a fetch in between would make newer than
+	// the segment's content.
+	return &regionOverlay{Overlay: ov, from: ov.From}
 }
 
 // NewRegionLoader is NewCodecLoader with remote regions merged into the
