@@ -240,8 +240,10 @@ func (q *queue) takeResync() (instanceKey, resyncFlags, bool) {
 // order, skipping those expired at now. The batch was taken from the front,
 // so every pending task is newer than all of them: an instance's newest
 // pending task stays its newest. A task of an instance marked for a resync
-// meanwhile folds into the mark. It returns how many expired and how many
-// were dropped for room (the requeued tasks are the oldest there are).
+// meanwhile folds into the mark. A change that finds no room becomes a
+// resync of its instance, as in push. It returns how many expired and how
+// many were dropped (heartbeats without room, changes beyond the bound of
+// marks).
 func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 	for i := len(ts) - 1; i >= 0; i-- {
 		t := ts[i]
@@ -255,7 +257,15 @@ func (q *queue) requeue(ts []*task, now time.Time) (expired, dropped int) {
 			continue
 		}
 		if q.n >= q.max {
-			dropped++
+			// No room at the front: as in push, a change becomes a resync of
+			// its instance (which also absorbs the instance's pending tasks,
+			// all newer than t), so an overflow during a failed send loses
+			// nothing. A lost heartbeat is the next one's to make good.
+			if t.item.Action == compat.ActionHeartbeat {
+				dropped++
+				continue
+			}
+			dropped += q.markDirty(t.inst, flagsOf(t.item.Action))
 			continue
 		}
 		t.next = q.head

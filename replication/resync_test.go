@@ -159,3 +159,36 @@ func TestQueueOverflowMarksTheInstance(t *testing.T) {
 		t.Errorf("after marking x: len %d", q2.len())
 	}
 }
+
+// TestRequeueIntoFullQueueResyncs: a batch that failed while a burst filled
+// the queue comes back to no room; its changes must become resyncs, not be
+// dropped (found in review: the peer never got x's override).
+func TestRequeueIntoFullQueueResyncs(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQueue(2)
+	mk := func(a compat.ReplicationAction, id string) *task {
+		return &task{item: compat.ReplicationItem{Action: a, AppName: "APP", ID: id, Status: "OUT_OF_SERVICE"}, enqueued: t0, expires: t0.Add(time.Hour)}
+	}
+	q.push(mk(compat.ActionStatusUpdate, "x"))
+	batch, _ := q.take(1, t0) // in flight: x's override
+	q.push(mk(compat.ActionRegister, "y"))
+	q.push(mk(compat.ActionRegister, "z")) // full again while the batch is in flight
+	exp, drop := q.requeue(batch, t0)     // x's batch failed (a 503)
+	if exp != 0 || drop != 0 {
+		t.Fatalf("requeue: %d expired, %d dropped; want 0, 0", exp, drop)
+	}
+	if f, ok := q.dirty[instanceKey{"APP", "x"}]; !ok || f&flagsOf(compat.ActionStatusUpdate) == 0 {
+		t.Fatalf("x's mark = %b %v; want a resync with its override", f, ok)
+	}
+	if q.len() != 2 {
+		t.Errorf("queued %d, want y and z still queued", q.len())
+	}
+	// A heartbeat without room is dropped, as Eureka drops it: the next one
+	// makes good for it.
+	if _, drop := q.requeue([]*task{mk(compat.ActionHeartbeat, "v")}, t0); drop != 1 {
+		t.Fatalf("heartbeat requeued into a full queue: %d dropped, want 1", drop)
+	}
+	if _, ok := q.dirty[instanceKey{"APP", "v"}]; ok {
+		t.Errorf("a heartbeat became a resync")
+	}
+}
