@@ -558,6 +558,7 @@ type setup struct {
 	perZone, apps int
 	fleetEnv      []string // extra environment of the fleet processes
 	nodeArgs      []string // extra arguments of every node (after the harness's)
+	logSub        string   // subdirectory of the log directory, when tests share CHAOS_OUT
 }
 
 // newRun checks the tools, builds goreka, creates the network, starts the
@@ -575,6 +576,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	if logDir == "" {
 		logDir = filepath.Join(t.TempDir(), "chaos")
 	}
+	logDir = filepath.Join(logDir, su.logSub)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +687,7 @@ func TestChaos(t *testing.T) {
 // self-preservation off, and nothing else may be violated.
 func TestChaosEvictionOff(t *testing.T) {
 	perZone := envInt("CHAOS_CLIENTS", 100)
-	su := setup{seed: 1, tm: chaosTiming, perZone: perZone, apps: 30, nodeArgs: []string{"--eureka.server.eviction-interval-timer-in-ms=3600000"}}
+	su := setup{seed: 1, tm: chaosTiming, perZone: perZone, apps: 30, nodeArgs: []string{"--eureka.server.eviction-interval-timer-in-ms=3600000"}, logSub: "eviction-off"}
 	r, logDir := chaosRun(t, su, 0)
 	stopped := 3 * (perZone / 20)
 	evictionViolations := 0
