@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,11 +31,6 @@ const (
 	// every node within this (peer back-off after failures is capped at 30 s
 	// in replication, plus a renew cycle and the response cache).
 	convergeBound = 60 * time.Second
-	// goneBound: a stopped client's instance leaves every node within its
-	// lease counted Eureka's way (2 × duration, Lease.isExpired), one
-	// eviction interval, one cache refresh and 2 s of slack, unless
-	// self-preservation holds it.
-	goneBound = 2*leaseDuration + evictInterval + cacheInterval + 2*time.Second
 	// maxConsecFull: no client does more full fetches in a row than this.
 	maxConsecFull = 3
 	// healthBound: every running, unpaused, linked node answers health in this.
@@ -45,6 +41,14 @@ const (
 	rssBound = 512 << 20
 )
 
+// goneBound: a stopped client's instance leaves every node within its
+// lease counted Eureka's way (2 × duration, Lease.isExpired), one eviction
+// interval, one cache refresh and 2 s of slack, unless self-preservation
+// holds it.
+func (tm timing) goneBound() time.Duration {
+	return 2*tm.lease + tm.evict + tm.cache + 2*time.Second
+}
+
 type violation struct {
 	at   time.Duration
 	what string
@@ -54,6 +58,7 @@ type run struct {
 	t     *testing.T
 	start time.Time
 	net   *network
+	tm    timing
 	nodes []*node
 	zones []*zoneProc
 	rng   *rand.Rand
@@ -66,9 +71,12 @@ type run struct {
 	stopped     map[string]time.Time // app/id -> when stopped
 	gone        []time.Duration
 	held        []string
+	spOff       []string        // how long after the last heal self-preservation ended everywhere
 	exempt      map[string]bool // nodes excused from the health check now
 	stats       map[string]fleetStats
 	healthMax   time.Duration
+	bound       time.Duration // convergence bound; convergeBound when 0
+	poll        time.Duration // convergence poll interval; 500 ms when 0
 	queueMax    float64
 	rssMax      float64
 }
@@ -97,11 +105,12 @@ type zoneProc struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	mu    sync.Mutex
-	wait  chan []string // answers to stop
+	wait  chan []string    // answers to stop
+	churn chan [2][]string // answers to churn: stopped, started
 	done  chan struct{}
 }
 
-func (r *run) startZone(z *member, short string, nodeOrder []string, clients, apps int, seed uint64, logDir string) (*zoneProc, error) {
+func (r *run) startZone(z *member, short string, nodeOrder []string, clients, apps int, seed uint64, logDir string, env []string) (*zoneProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -110,6 +119,7 @@ func (r *run) startZone(z *member, short string, nodeOrder []string, clients, ap
 	cmd.Env = append(os.Environ(), "CHAOS_FLEET=1", "CHAOS_ZONE="+short, "CHAOS_ADDR="+z.addr,
 		"CHAOS_NODES="+strings.Join(nodeOrder, ","), "CHAOS_CLIENTS="+strconv.Itoa(clients), "CHAOS_APPS="+strconv.Itoa(apps),
 		"CHAOS_SEED="+strconv.FormatUint(seed, 10), "CHAOS_FLEET_MAX=2h")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := os.Create(filepath.Join(logDir, "fleet-"+short+".log"))
 	if err != nil {
@@ -127,7 +137,7 @@ func (r *run) startZone(z *member, short string, nodeOrder []string, clients, ap
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	zp := &zoneProc{short: short, cmd: cmd, in: in, wait: make(chan []string, 1), done: make(chan struct{})}
+	zp := &zoneProc{short: short, cmd: cmd, in: in, wait: make(chan []string, 1), churn: make(chan [2][]string, 1), done: make(chan struct{})}
 	go func() {
 		defer close(zp.done)
 		defer stderr.Close()
@@ -150,6 +160,10 @@ func (r *run) startZone(z *member, short string, nodeOrder []string, clients, ap
 				var ids []string
 				_ = json.Unmarshal([]byte(body), &ids)
 				zp.wait <- ids
+			case "churned":
+				var ch [2][]string
+				_ = json.Unmarshal([]byte(body), &ch)
+				zp.churn <- ch
 			default:
 				fmt.Fprintln(stderr, sc.Text())
 			}
@@ -222,7 +236,8 @@ func allClients(zones []string, clients, apps int) []string {
 func (r *run) converge(label string, all []string) {
 	start := time.Now()
 	var last string
-	for time.Since(start) < convergeBound {
+	bound, poll := cmp.Or(r.bound, convergeBound), cmp.Or(r.poll, 500*time.Millisecond)
+	for time.Since(start) < bound {
 		ok := true
 		r.mu.Lock()
 		stopped := make(map[string]time.Time, len(r.stopped))
@@ -254,15 +269,92 @@ func (r *run) converge(label string, all []string) {
 			r.mu.Unlock()
 			return
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(poll)
 	}
-	r.violate("after %s: not converged within %s: %s", label, convergeBound, last)
+	r.violate("after %s: not converged within %s: %s", label, bound, last)
 }
 
-// checkGone verifies that stopped clients leave every node within goneBound
-// of their stop. One still listed past the bound is a violation unless
-// self-preservation is active on a node at that moment; then it is listed
-// as held, and it must still be gone before convergeBound more.
+// spState is one node's self-preservation state, from its metrics.
+type spState struct {
+	holding                     bool // lease expiration disabled: expired leases are kept
+	renews, threshold, expected float64
+}
+
+func (st spState) String() string {
+	on := "off"
+	if st.holding {
+		on = "ON"
+	}
+	return fmt.Sprintf("self-preservation %s (renews last min %.0f, threshold %.0f, expected clients %.0f)", on, st.renews, st.threshold, st.expected)
+}
+
+// selfPres reads a node's self-preservation state; ok is false when the
+// node does not answer.
+func (r *run) selfPres(nd *node) (spState, bool) {
+	m, ok := r.metrics(nd, "goreka_lease_expiration_enabled", "goreka_renews_last_minute", "goreka_renews_threshold", "goreka_expected_clients")
+	if !ok {
+		return spState{}, false
+	}
+	le, ok := m["goreka_lease_expiration_enabled"]
+	if !ok {
+		return spState{}, false
+	}
+	return spState{holding: le == 0, renews: m["goreka_renews_last_minute"], threshold: m["goreka_renews_threshold"], expected: m["goreka_expected_clients"]}, true
+}
+
+// selfPreservation reports whether self-preservation holds on any node.
+func (r *run) selfPreservation() bool {
+	for _, nd := range r.nodes {
+		if st, ok := r.selfPres(nd); ok && st.holding {
+			return true
+		}
+	}
+	return false
+}
+
+// spOffBound: after the last heal, self-preservation must end on every node
+// within this. A node restarted or paused counts the renewals of a full
+// minute after it came back (Eureka's MeasuredRate: up to 2 min until a
+// full bucket holds only good minutes), then the threshold job runs (every
+// thresholdUpdate) and the eviction run observes it; 10 s of slack.
+func (tm timing) spOffBound() time.Duration {
+	return 2*time.Minute + tm.thresholdUpdate + tm.evict + 10*time.Second
+}
+
+// waitSelfPreservationOff waits until no node holds expired leases, so that
+// clients stopped afterwards exercise eviction; it is a violation when that
+// takes longer than spOffBound (every client renews: the renewals are at
+// 100 % of the expected ones).
+func (r *run) waitSelfPreservationOff(label string) {
+	start, bound := time.Now(), r.tm.spOffBound()
+	var last string
+	for time.Since(start) < bound {
+		off := true
+		for _, nd := range r.nodes {
+			st, ok := r.selfPres(nd)
+			if !ok || st.holding {
+				off, last = false, fmt.Sprintf("%s: %v (answered %v)", nd.short, st, ok)
+				break
+			}
+		}
+		if off {
+			d := time.Since(start).Round(100 * time.Millisecond)
+			r.mu.Lock()
+			r.spOff = append(r.spOff, fmt.Sprintf("%s: %s", label, d))
+			r.mu.Unlock()
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.violate("%s: self-preservation still on %s after the heal (bound %s): %s", label, bound, bound, last)
+}
+
+// checkGone verifies that stopped clients leave every node within
+// goneBound of their stop. A client still listed on a node past the bound
+// is a violation if that node is not in self-preservation (and was not in
+// the last eviction interval + cache refresh + 2 s, the time a lease that
+// was held needs to go once self-preservation ends); if the node is in
+// self-preservation it is listed as held, with the node's state.
 func (r *run) checkGone(label string) {
 	r.mu.Lock()
 	pending := map[string]time.Time{}
@@ -270,51 +362,76 @@ func (r *run) checkGone(label string) {
 		pending[k] = v
 	}
 	r.mu.Unlock()
-	held := map[string]bool{}
-	deadline := time.Now().Add(goneBound + convergeBound)
+	held := map[string]string{}        // id -> where and why, when first seen held
+	spLastOn := map[string]time.Time{} // node -> when last seen in self-preservation
+	grace := r.tm.evict + r.tm.cache + 2*time.Second
+	deadline := time.Now().Add(r.tm.goneBound() + convergeBound)
 	for len(pending) > 0 && time.Now().Before(deadline) {
-		regs := make([]map[string]bool, 0, len(r.nodes))
+		regs := map[string]map[string]bool{}
 		for _, nd := range r.nodes {
 			if reg, err := r.registry(nd); err == nil {
-				regs = append(regs, reg)
+				regs[nd.short] = reg
 			}
 		}
 		if len(regs) < len(r.nodes) {
 			time.Sleep(500 * time.Millisecond)
 			continue
 		}
+		sp := map[string]spState{}
+		for _, nd := range r.nodes {
+			st, ok := r.selfPres(nd)
+			if ok && st.holding {
+				spLastOn[nd.short] = time.Now()
+			}
+			if ok {
+				sp[nd.short] = st
+			}
+		}
 		for id, at := range pending {
-			present := false
-			for _, reg := range regs {
-				present = present || reg[id]
+			var on []string
+			for _, nd := range r.nodes {
+				if regs[nd.short][id] {
+					on = append(on, nd.short)
+				}
 			}
 			age := time.Since(at)
-			if !present {
+			if len(on) == 0 {
 				r.mu.Lock()
 				r.gone = append(r.gone, age)
-				if held[id] {
-					r.held = append(r.held, fmt.Sprintf("%s gone after %s", id, age.Round(100*time.Millisecond)))
+				if h, ok := held[id]; ok {
+					r.held = append(r.held, fmt.Sprintf("%s gone after %s (held on %s)", id, age.Round(100*time.Millisecond), h))
 				}
 				delete(r.stopped, id)
 				r.mu.Unlock()
 				delete(pending, id)
 				continue
 			}
-			if age > goneBound && !held[id] {
-				if !r.selfPreservation() {
-					r.violate("after %s: stopped client %s still listed %s after its stop, self-preservation off (bound %s)", label, id, age.Round(100*time.Millisecond), goneBound)
-					delete(pending, id)
+			if age <= r.tm.goneBound() {
+				continue
+			}
+			for _, n := range on {
+				st, ok := sp[n]
+				switch {
+				case ok && st.holding:
+					if _, seen := held[id]; !seen {
+						held[id] = fmt.Sprintf("%s, %s", n, st)
+					}
 					continue
+				case !ok || time.Since(spLastOn[n]) <= grace:
+					continue // no answer, or self-preservation just ended there
 				}
-				held[id] = true
+				r.violate("after %s: stopped client %s still listed on %s %s after its stop, %s there (bound %s)",
+					label, id, n, age.Round(100*time.Millisecond), st, r.tm.goneBound())
+				delete(pending, id)
+				break
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	for id, at := range pending {
-		if held[id] {
+		if h, ok := held[id]; ok {
 			r.mu.Lock()
-			r.held = append(r.held, fmt.Sprintf("%s still listed %s after its stop", id, time.Since(at).Round(time.Second)))
+			r.held = append(r.held, fmt.Sprintf("%s still listed %s after its stop (held on %s)", id, time.Since(at).Round(time.Second), h))
 			r.mu.Unlock()
 			continue
 		}
@@ -322,36 +439,39 @@ func (r *run) checkGone(label string) {
 	}
 }
 
-func (r *run) selfPreservation() bool {
-	for _, nd := range r.nodes {
-		if v, ok := r.metric(nd, "goreka_self_preservation_active"); ok && v > 0 {
-			return true
+// metrics reads the largest sample of each named metric family from one
+// scrape of a node.
+func (r *run) metrics(nd *node, names ...string) (map[string]float64, bool) {
+	resp, err := r.check.Get(fmt.Sprintf("http://%s:%d/actuator/prometheus", nd.addr, nodePort))
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, name := range names {
+			if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != ' ' && line[len(name)] != '{') {
+				continue
+			}
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				if old, ok := out[name]; !ok || v > old {
+					out[name] = v
+				}
+			}
 		}
 	}
-	return false
+	return out, resp.StatusCode == http.StatusOK
 }
 
 // metric reads the largest sample of a metric family from a node.
 func (r *run) metric(nd *node, name string) (float64, bool) {
-	resp, err := r.check.Get(fmt.Sprintf("http://%s:%d/actuator/prometheus", nd.addr, nodePort))
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	best, found := 0.0, false
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != ' ' && line[len(name)] != '{') {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			best, found = max(best, v), true
-		}
-	}
-	return best, found
+	m, ok := r.metrics(nd, name)
+	v, found := m[name]
+	return v, ok && found
 }
 
 // monitor checks health (every 500 ms) and the queue and memory bounds
@@ -431,24 +551,32 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestChaos is `make chaos`: CHAOS_SEED (default 1) picks the order, the
-// targets and the durations of the faults; CHAOS_ROUNDS (default 1) repeats
-// the schedule; CHAOS_CLIENTS per zone (default 100, three zones).
-func TestChaos(t *testing.T) {
+// setup is what newRun builds: 3 nodes and 3 zones of perZone clients.
+type setup struct {
+	seed          uint64
+	tm            timing
+	perZone, apps int
+	fleetEnv      []string // extra environment of the fleet processes
+	nodeArgs      []string // extra arguments of every node (after the harness's)
+	logSub        string   // subdirectory of the log directory, when tests share CHAOS_OUT
+}
+
+// newRun checks the tools, builds goreka, creates the network, starts the
+// nodes and the fleets and registers their removal; it returns the run and
+// the directory of the logs (CHAOS_OUT or a temporary one).
+func newRun(t *testing.T, su setup) (*run, string) {
+	t.Helper()
 	if err := checkTools(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
-	seed := uint64(envInt("CHAOS_SEED", 1))
-	rounds := envInt("CHAOS_ROUNDS", 1)
-	perZone := envInt("CHAOS_CLIENTS", 100)
-	const apps = 30
 	logDir := os.Getenv("CHAOS_OUT")
 	if logDir == "" {
 		logDir = filepath.Join(t.TempDir(), "chaos")
 	}
+	logDir = filepath.Join(logDir, su.logSub)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +601,7 @@ func TestChaos(t *testing.T) {
 	}()
 	t.Cleanup(func() { signal.Stop(sigs); close(sigs); cleanup() })
 
-	r := &run{t: t, start: time.Now(), net: nw, rng: rand.New(rand.NewPCG(seed, 0)),
+	r := &run{t: t, start: time.Now(), net: nw, tm: su.tm, rng: rand.New(rand.NewPCG(su.seed, 0)),
 		check:   &http.Client{Timeout: 3 * time.Second},
 		stopped: map[string]time.Time{}, exempt: map[string]bool{}, stats: map[string]fleetStats{}}
 	var urls []string
@@ -481,7 +609,7 @@ func TestChaos(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("http://%s:%d/eureka/", nw.m(s).addr, nodePort))
 	}
 	for _, s := range nodeNames {
-		nd := &node{short: s, addr: nw.m(s).addr, ns: nw.m(s).name, bin: bin, logPath: filepath.Join(logDir, s+".log"), peers: urls}
+		nd := &node{short: s, addr: nw.m(s).addr, ns: nw.m(s).name, bin: bin, logPath: filepath.Join(logDir, s+".log"), peers: urls, tm: su.tm, extra: su.nodeArgs}
 		r.nodes = append(r.nodes, nd)
 		if err := nd.start(); err != nil {
 			t.Fatal(err)
@@ -501,7 +629,7 @@ func TestChaos(t *testing.T) {
 	}
 	for i, z := range zoneNames {
 		order := append(slices.Clone(urls[i:]), urls[:i]...) // zone ci prefers node ni
-		zp, err := r.startZone(nw.m(z), z, order, perZone, apps, seed+uint64(i)+1, logDir)
+		zp, err := r.startZone(nw.m(z), z, order, su.perZone, su.apps, su.seed+uint64(i)+1, logDir, su.fleetEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -517,7 +645,73 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	all := allClients(zoneNames, perZone, apps)
+	return r, logDir
+}
+
+// healAll removes every network fault, continues paused nodes and starts
+// stopped ones.
+func (r *run) healAll() {
+	if err := r.net.heal(); err != nil {
+		r.violate("%v", err)
+	}
+	for _, nd := range r.nodes {
+		if !nd.up() {
+			if nd.paused {
+				_ = nd.signal(syscall.SIGCONT)
+			} else if err := nd.start(); err != nil {
+				r.violate("restart %s: %v", nd.short, err)
+			}
+		}
+		r.setExempt(nd.short, false)
+	}
+	r.fault("healed")
+}
+
+// TestChaos is `make chaos`: CHAOS_SEED (default 1) picks the order, the
+// targets and the durations of the faults; CHAOS_ROUNDS (default 1) repeats
+// the schedule; CHAOS_CLIENTS per zone (default 100, three zones).
+func TestChaos(t *testing.T) {
+	seed := uint64(envInt("CHAOS_SEED", 1))
+	rounds := envInt("CHAOS_ROUNDS", 1)
+	perZone := envInt("CHAOS_CLIENTS", 100)
+	r, logDir := chaosRun(t, setup{seed: seed, tm: chaosTiming, perZone: perZone, apps: 30}, rounds)
+	if len(r.violations) > 0 {
+		t.Fatalf("%d invariant violations (logs in %s)", len(r.violations), logDir)
+	}
+}
+
+// TestChaosEvictionOff shows that the eviction invariant can fail: the same
+// run without the fault schedule, on nodes whose eviction task never runs
+// in the test's time (eviction-interval-timer-in-ms one hour). Every
+// stopped client must then be reported as still listed with
+// self-preservation off, and nothing else may be violated.
+func TestChaosEvictionOff(t *testing.T) {
+	perZone := envInt("CHAOS_CLIENTS", 100)
+	su := setup{seed: 1, tm: chaosTiming, perZone: perZone, apps: 30, nodeArgs: []string{"--eureka.server.eviction-interval-timer-in-ms=3600000"}, logSub: "eviction-off"}
+	r, logDir := chaosRun(t, su, 0)
+	stopped := 3 * (perZone / 20)
+	evictionViolations := 0
+	for _, v := range r.violations {
+		if strings.Contains(v.what, "still listed on") && strings.Contains(v.what, "self-preservation off (") {
+			evictionViolations++
+			continue
+		}
+		t.Errorf("unexpected violation: %s", v.what)
+	}
+	if evictionViolations != stopped {
+		t.Fatalf("with eviction off, %d of %d stopped clients were reported as not evicted (logs in %s)", evictionViolations, stopped, logDir)
+	}
+	t.Logf("with eviction off, all %d stopped clients were reported as violations", stopped)
+}
+
+// chaosRun is one chaos run: start-up, rounds of the fault schedule, each
+// healed and followed by a convergence check, then, once self-preservation
+// is off everywhere, 5 % of the clients stop without cancel (below
+// Eureka's 15 %: self-preservation stays off) and must be evicted in bound.
+func chaosRun(t *testing.T, su setup, rounds int) (*run, string) {
+	r, logDir := newRun(t, su)
+	zoneNames := []string{"c1", "c2", "c3"}
+	all := allClients(zoneNames, su.perZone, su.apps)
 	stopMon, monDone := make(chan struct{}), make(chan struct{})
 	go r.monitor(stopMon, monDone)
 	r.converge("start-up", all)
@@ -525,34 +719,22 @@ func TestChaos(t *testing.T) {
 	for round := range rounds {
 		for _, step := range r.schedule() {
 			step.run(r)
-			if err := nw.heal(); err != nil {
-				r.violate("%v", err)
-			}
-			for _, nd := range r.nodes {
-				if !nd.up() {
-					if nd.paused {
-						_ = nd.signal(syscall.SIGCONT)
-					} else if err := nd.start(); err != nil {
-						r.violate("restart %s: %v", nd.short, err)
-					}
-				}
-				r.setExempt(nd.short, false)
-			}
-			r.fault("healed")
+			r.healAll()
 			r.converge(fmt.Sprintf("round %d %s", round+1, step.name), all)
 		}
 	}
-	// Churn at the end: clients stop in a calm window, and must be gone in bound.
+	// Churn at the end, in a calm window: self-preservation must end first
+	// (else it would hold the stopped clients and eviction would go
+	// untested), then the stopped clients must be gone in bound.
+	r.waitSelfPreservationOff("before the final churn")
 	for _, zp := range r.zones {
-		r.stopClients(zp, perZone/20)
+		r.stopClients(zp, su.perZone/20)
 	}
 	r.checkGone("final churn")
 	close(stopMon)
 	<-monDone
-	r.report(t, seed, rounds, perZone, logDir)
-	if len(r.violations) > 0 {
-		t.Fatalf("%d invariant violations (logs in %s)", len(r.violations), logDir)
-	}
+	r.report(t, su.seed, rounds, su.perZone, logDir)
+	return r, logDir
 }
 
 type step struct {
@@ -688,14 +870,19 @@ func (r *run) report(t *testing.T, seed uint64, rounds, perZone int, logDir stri
 	defer r.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: seed %d, %d round(s), 3 nodes, %d clients (%d per zone), %s\n", seed, rounds, 3*perZone, perZone, r.since())
-	fmt.Fprintf(&b, "delay: %s\n", map[bool]string{true: "tc netem", false: "tc tbf rate limit (kernel without sch_netem)"}[r.net.netem])
+	if r.net.netem {
+		fmt.Fprintf(&b, "delay: tc netem (delay 200 ms ± 50 ms on the slow node's egress); loss: nft numgen drops\n")
+	} else {
+		fmt.Fprintf(&b, "delay: NOT injected as delay: this kernel has no sch_netem (%s), so the slow link is a tc tbf rate limit (4 Mbit/s, 16 kB burst, queue up to 200 ms, drops past it); loss: nft numgen drops\n", r.net.netemErr)
+	}
 	fmt.Fprintf(&b, "\nfaults injected (%d lines):\n  %s\n", len(r.faults), strings.Join(r.faults, "\n  "))
 	fmt.Fprintf(&b, "\nconvergence (every live instance on every node; bound %s):\n  %s\n", convergeBound, strings.Join(r.convergence, "\n  "))
 	slices.Sort(r.gone)
 	if len(r.gone) > 0 {
 		fmt.Fprintf(&b, "\nstopped clients gone from every node: %d, median %s, max %s (bound %s)\n", len(r.gone),
-			r.gone[len(r.gone)/2].Round(100*time.Millisecond), r.gone[len(r.gone)-1].Round(100*time.Millisecond), goneBound)
+			r.gone[len(r.gone)/2].Round(100*time.Millisecond), r.gone[len(r.gone)-1].Round(100*time.Millisecond), r.tm.goneBound())
 	}
+	fmt.Fprintf(&b, "self-preservation off on every node, after the last heal: %s (bound %s)\n", strings.Join(r.spOff, "; "), r.tm.spOffBound())
 	if len(r.held) > 0 {
 		fmt.Fprintf(&b, "held by self-preservation: %s\n", strings.Join(r.held, "; "))
 	}

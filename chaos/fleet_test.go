@@ -49,11 +49,16 @@ type fleetClient struct {
 	cur      int
 	local    map[string]map[string]registry.Status // app -> id -> status
 	consec   int64
+	fetches  bool
 	stopping chan struct{}
 }
 
 type fleet struct {
 	zone, addr string
+	tm         timing
+	fetchers   int // clients 0..fetchers-1 fetch; the others only register and renew
+	apps       int
+	gen        int      // churn generation, part of new clients' ids
 	nodes      []string // base URLs, preferred first
 	http       *http.Client
 	st         fleetStats
@@ -67,7 +72,7 @@ func (f *fleet) body(c *fleetClient) string {
 "port":{"$":8080,"@enabled":"true"},"vipAddress":%q,
 "leaseInfo":{"renewalIntervalInSecs":%d,"durationInSecs":%d},
 "dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`,
-		c.id, f.addr, c.app, f.addr, strings.ToLower(c.app), int(renewInterval.Seconds()), int(leaseDuration.Seconds()))
+		c.id, f.addr, c.app, f.addr, strings.ToLower(c.app), int(f.tm.renew.Seconds()), int(f.tm.lease.Seconds()))
 }
 
 // do sends one request to node i; code 0 means no answer.
@@ -233,7 +238,8 @@ func (c *fleetClient) fullCounted() {
 
 func (c *fleetClient) loop(rng *rand.Rand) {
 	defer c.f.wg.Done()
-	jitter := time.Duration(rng.Int64N(int64(renewInterval)))
+	tm := c.f.tm
+	jitter := time.Duration(rng.Int64N(int64(tm.renew)))
 	select {
 	case <-time.After(jitter):
 	case <-c.stopping:
@@ -241,23 +247,23 @@ func (c *fleetClient) loop(rng *rand.Rand) {
 	}
 	for !c.register() {
 		select {
-		case <-time.After(renewInterval):
+		case <-time.After(tm.renew):
 		case <-c.stopping:
 			return
 		}
 	}
-	renew := time.NewTicker(renewInterval)
+	renew := time.NewTicker(tm.renew)
 	defer renew.Stop()
-	nextFetch := time.Now().Add(time.Duration(rng.Int64N(int64(fetchInterval))))
+	nextFetch := time.Now().Add(time.Duration(rng.Int64N(int64(tm.fetch))))
 	for {
 		select {
 		case <-c.stopping:
 			return // stopped like kill -9: no cancel
 		case now := <-renew.C:
 			c.renew()
-			if now.After(nextFetch) {
+			if c.fetches && now.After(nextFetch) {
 				c.fetch()
-				nextFetch = now.Add(fetchInterval)
+				nextFetch = now.Add(tm.fetch)
 			}
 		}
 	}
@@ -277,7 +283,18 @@ func TestFleetHelper(t *testing.T) {
 	if err != nil || n <= 0 || apps <= 0 {
 		t.Fatalf("bad fleet environment: %v", os.Environ())
 	}
-	f := &fleet{zone: os.Getenv("CHAOS_ZONE"), addr: os.Getenv("CHAOS_ADDR"), nodes: strings.Split(os.Getenv("CHAOS_NODES"), ",")}
+	f := &fleet{zone: os.Getenv("CHAOS_ZONE"), addr: os.Getenv("CHAOS_ADDR"), nodes: strings.Split(os.Getenv("CHAOS_NODES"), ","),
+		tm: chaosTiming, fetchers: n, apps: apps}
+	for name, d := range map[string]*time.Duration{"CHAOS_RENEW": &f.tm.renew, "CHAOS_LEASE": &f.tm.lease, "CHAOS_FETCH": &f.tm.fetch} {
+		if v := os.Getenv(name); v != "" {
+			if *d, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("%s=%q: %v", name, v, err)
+			}
+		}
+	}
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_FETCHERS")); err == nil && v >= 0 {
+		f.fetchers = v
+	}
 	f.st.Zone = f.zone
 	f.http = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
@@ -285,10 +302,7 @@ func TestFleetHelper(t *testing.T) {
 	}}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for i := range n {
-		c := &fleetClient{f: f, app: fmt.Sprintf("CHAOS-APP-%02d", i%apps), id: fmt.Sprintf("%s-%03d", f.zone, i), stopping: make(chan struct{})}
-		f.clients = append(f.clients, c)
-		f.wg.Add(1)
-		go c.loop(rand.New(rand.NewPCG(seed, uint64(i)+2)))
+		f.add(fmt.Sprintf("CHAOS-APP-%02d", i%apps), fmt.Sprintf("%s-%03d", f.zone, i), i < f.fetchers, rand.New(rand.NewPCG(seed, uint64(i)+2)))
 	}
 	out := json.NewEncoder(os.Stdout)
 	var outMu sync.Mutex
@@ -310,6 +324,19 @@ func TestFleetHelper(t *testing.T) {
 			case len(words) == 2 && words[0] == "stop":
 				k, _ := strconv.Atoi(words[1])
 				emit("stopped", stopSome(rng, f, k))
+			case len(words) == 2 && words[0] == "churn":
+				// k clients stop without cancel and k new ones start
+				// (new ids), like instances replaced in a deployment.
+				k, _ := strconv.Atoi(words[1])
+				stopped := stopSome(rng, f, k)
+				f.gen++
+				var started []string
+				for i := range len(stopped) {
+					app, id := fmt.Sprintf("CHAOS-APP-%02d", rng.IntN(f.apps)), fmt.Sprintf("%s-g%d-%03d", f.zone, f.gen, i)
+					f.add(app, id, false, rand.New(rand.NewPCG(seed, uint64(f.gen)<<32|uint64(i))))
+					started = append(started, app+"/"+id)
+				}
+				emit("churned", [2][]string{stopped, started})
 			}
 		}
 		close(quit)
@@ -329,6 +356,16 @@ func TestFleetHelper(t *testing.T) {
 			return
 		}
 	}
+}
+
+// add starts one client.
+func (f *fleet) add(app, id string, fetches bool, rng *rand.Rand) {
+	c := &fleetClient{f: f, app: app, id: id, fetches: fetches, stopping: make(chan struct{})}
+	f.mu.Lock()
+	f.clients = append(f.clients, c)
+	f.mu.Unlock()
+	f.wg.Add(1)
+	go c.loop(rng)
 }
 
 func stopSome(rng *rand.Rand, f *fleet, k int) []string {

@@ -12,14 +12,26 @@ import (
 	"time"
 )
 
-// Every object the harness creates carries this prefix, so that a run can
-// find and remove what an earlier, killed run left behind.
-const (
+// Every object the harness creates carries the prefix, so that a run can
+// find and remove what an earlier, killed run left behind. The prefix and
+// the subnet are per harness (TestChaos: gkc-, 10.199.0; TestChaosSoak:
+// gks-, 10.199.1), so that a soak and a chaos run share a machine without
+// removing each other's namespaces.
+var (
 	prefix   = "gkc-"
 	hubNS    = prefix + "hub"
-	hostLink = prefix + "host"  // the test's own veth in the root namespace
-	subnet   = "10.199.0"       // /24 on the bridge; only addresses created here receive traffic
-	hostAddr = subnet + ".254"  // the checker's address (root namespace)
+	hostLink = prefix + "host" // the test's own veth in the root namespace
+	subnet   = "10.199.0"      // /24 on the bridge; only addresses created here receive traffic
+	hostAddr = subnet + ".254" // the checker's address (root namespace)
+)
+
+// useNet selects the harness's prefix and subnet; call it before newNetwork.
+func useNet(p, sub string) {
+	prefix, subnet = p, sub
+	hubNS, hostLink, hostAddr = p+"hub", p+"host", sub+".254"
+}
+
+const (
 	bridge   = "br0"            // inside hubNS
 	nftTable = "inet gkc"       // per member namespace
 	cmdLimit = 10 * time.Second // one ip/nft/tc command
@@ -60,8 +72,9 @@ type member struct {
 
 // network is the bridge and its members.
 type network struct {
-	members map[string]*member // by short name
-	netem   bool               // tc netem available (else delay is a tbf rate limit)
+	members  map[string]*member // by short name
+	netem    bool               // tc netem available (else delay is a tbf rate limit)
+	netemErr string             // why not, as tc said
 
 	mu     sync.Mutex
 	faults map[string][]string // active nft rule sets by member, for the report
@@ -117,9 +130,9 @@ func newNetwork(names []string) (*network, error) {
 		steps = append(steps,
 			[]string{"ip", "netns", "add", m.name},
 			[]string{"ip", "netns", "exec", m.name, "ip", "link", "set", "lo", "up"},
-			[]string{"ip", "link", "add", "gkc-t-" + short, "type", "veth", "peer", "name", hubEnd, "netns", hubNS},
-			[]string{"ip", "link", "set", "gkc-t-" + short, "netns", m.name},
-			[]string{"ip", "netns", "exec", m.name, "ip", "link", "set", "gkc-t-" + short, "name", "eth0"},
+			[]string{"ip", "link", "add", prefix + "t-" + short, "type", "veth", "peer", "name", hubEnd, "netns", hubNS},
+			[]string{"ip", "link", "set", prefix + "t-" + short, "netns", m.name},
+			[]string{"ip", "netns", "exec", m.name, "ip", "link", "set", prefix + "t-" + short, "name", "eth0"},
 			[]string{"ip", "netns", "exec", m.name, "ip", "addr", "add", m.addr + "/24", "dev", "eth0"},
 			[]string{"ip", "netns", "exec", m.name, "ip", "link", "set", "eth0", "up"},
 			[]string{"ip", "netns", "exec", hubNS, "ip", "link", "set", hubEnd, "master", bridge, "up"},
@@ -136,9 +149,11 @@ func newNetwork(names []string) (*network, error) {
 	}
 	// netem is a kernel module some kernels (minimal VMs) do not have.
 	first := n.members[names[0]].name
-	if _, err := nsRun(first, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"); err == nil {
+	if out, err := nsRun(first, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"); err == nil {
 		n.netem = true
 		_, _ = nsRun(first, "tc", "qdisc", "del", "dev", "lo", "root")
+	} else {
+		n.netemErr = fmt.Sprintf("`tc qdisc add ... netem` said %q", strings.TrimSpace(out))
 	}
 	return n, nil
 }
@@ -195,15 +210,20 @@ func (n *network) loss(short string, pct int) error {
 
 // delay slows member short's outgoing packets: netem delay (with jitter)
 // when the kernel has it, else a tbf rate limit that queues them. It
-// returns what it did, for the report.
+// returns exactly what it injected, for the report.
 func (n *network) delay(short string, d time.Duration) (string, error) {
 	ns := n.m(short).name
+	var args []string
+	var what string
 	if n.netem {
-		_, err := nsRun(ns, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", fmt.Sprintf("%dms", d.Milliseconds()), fmt.Sprintf("%dms", d.Milliseconds()/4))
-		return fmt.Sprintf("netem delay %s ±25%%", d), err
+		args = []string{"tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", fmt.Sprintf("%dms", d.Milliseconds()), fmt.Sprintf("%dms", d.Milliseconds()/4)}
+		what = fmt.Sprintf("every outgoing packet delayed %s ± %s", d, d/4)
+	} else {
+		args = []string{"tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "4mbit", "burst", "16kb", "latency", fmt.Sprintf("%dms", d.Milliseconds())}
+		what = fmt.Sprintf("no fixed delay: outgoing packets beyond a 16 kB burst wait for 4 Mbit/s, up to %s, and are dropped past that; netem unavailable: %s", d, n.netemErr)
 	}
-	_, err := nsRun(ns, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "4mbit", "burst", "16kb", "latency", fmt.Sprintf("%dms", d.Milliseconds()))
-	return fmt.Sprintf("tbf 4mbit, queue up to %s (no sch_netem in this kernel)", d), err
+	_, err := nsRun(ns, args...)
+	return fmt.Sprintf("`%s` on %s (%s)", strings.Join(args, " "), short, what), err
 }
 
 // linkDown sets member short's only interface down (up = false) or up.

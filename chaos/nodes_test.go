@@ -25,11 +25,23 @@ const (
 	nodePort      = 8761
 )
 
+// timing is what a node and a fleet are configured with: TestChaos uses
+// the short constants above, TestChaosSoak Eureka's defaults.
+type timing struct {
+	renew, lease, evict, cache, fetch time.Duration
+	// thresholdUpdate is renewal-threshold-update-interval-ms.
+	thresholdUpdate time.Duration
+}
+
+var chaosTiming = timing{renewInterval, leaseDuration, evictInterval, cacheInterval, fetchInterval, 5 * time.Second}
+
 // node is one goreka process in its namespace.
 type node struct {
 	short, addr, ns string
 	bin, logPath    string
 	peers           []string
+	tm              timing
+	extra           []string // appended to args (a later flag wins)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -42,23 +54,23 @@ type node struct {
 func (nd *node) url() string { return fmt.Sprintf("http://%s:%d/eureka/", nd.addr, nodePort) }
 
 func (nd *node) args() []string {
-	return []string{
+	return append([]string{
 		"--server.address=" + nd.addr,
 		fmt.Sprintf("--server.port=%d", nodePort),
 		"--eureka.instance.hostname=" + nd.addr,
 		"--eureka.client.service-url.defaultZone=" + strings.Join(nd.peers, ","),
-		fmt.Sprintf("--eureka.server.eviction-interval-timer-in-ms=%d", evictInterval.Milliseconds()),
-		fmt.Sprintf("--eureka.server.response-cache-update-interval-ms=%d", cacheInterval.Milliseconds()),
-		fmt.Sprintf("--eureka.server.expected-client-renewal-interval-seconds=%d", int(renewInterval.Seconds())),
+		fmt.Sprintf("--eureka.server.eviction-interval-timer-in-ms=%d", nd.tm.evict.Milliseconds()),
+		fmt.Sprintf("--eureka.server.response-cache-update-interval-ms=%d", nd.tm.cache.Milliseconds()),
+		fmt.Sprintf("--eureka.server.expected-client-renewal-interval-seconds=%d", int(nd.tm.renew.Seconds())),
 		"--eureka.server.wait-time-in-ms-when-sync-empty=0",
 		// Eureka recomputes the expected renewals every 15 min; after a
 		// restart storm the replicated registrations inflate them and
 		// self-preservation would hold every stopped client for that long.
-		"--eureka.server.renewal-threshold-update-interval-ms=5000",
+		fmt.Sprintf("--eureka.server.renewal-threshold-update-interval-ms=%d", nd.tm.thresholdUpdate.Milliseconds()),
 		"--eureka.server.peer-node-connect-timeout-ms=500",
 		"--eureka.server.peer-node-read-timeout-ms=2000",
 		"--eureka.server.registry-sync-retry-wait-ms=500",
-	}
+	}, nd.extra...)
 }
 
 // start runs the node in its namespace; ip netns exec execs goreka, so the
