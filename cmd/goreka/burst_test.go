@@ -53,7 +53,7 @@ func TestClusterBurstBeyondTheQueueConverges(t *testing.T) {
 	t.Logf("measured: B equal to A %v after the burst began", time.Since(start).Round(time.Millisecond))
 	m := scrape(t, a)
 	peer := b.url()
-	resyncs, dropped := m[`goreka_replication_resyncs_total{peer="`+peer+`"}`], m[`goreka_replication_dropped_total{peer="`+peer+`"}`]
+	resyncs, dropped := m[`goreka_replication_resyncs_total{namespace="default",peer="`+peer+`"}`], m[`goreka_replication_dropped_total{namespace="default",peer="`+peer+`"}`]
 	t.Logf("measured: A's queue for B (bound %d): %v instances resynced, %v tasks dropped", pool, resyncs, dropped)
 	if resyncs == 0 {
 		t.Errorf("the burst never overflowed A's queue of %d: the test proves nothing", pool)
