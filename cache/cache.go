@@ -145,7 +145,9 @@ type Cache struct {
 	// stored holds the keys put in the readWrite tier since their last invalidation (some
 	// may have expired there since), so that Invalidate deletes only those: most of the 24
 	// keys a change touches were never asked for, and each delete builds its string key.
-	stored map[Key]struct{}
+	// The value is the entry's expiry (by Config.Now): deleteExpired forgets expired keys,
+	// so that reads of names that come and go (unknown apps, VIPs) do not grow it for good.
+	stored map[Key]time.Time
 	dirty  map[Key]struct{} // readOnly keys invalidated since the last rebuild (on-change mode)
 	// regions holds every Key.Regions a Get asked for, so that Invalidate
 	// drops the region variants of AllApps and AllAppsDelta too (Eureka's
@@ -227,7 +229,7 @@ func NewStreaming(cfg Config, load StreamLoader) *Cache {
 		// garbage collector. Run calls DeleteExpired instead.
 		rw:       gocache.New(cfg.AutoExpiration, 0),
 		inflight: make(map[Key]*call),
-		stored:   make(map[Key]struct{}),
+		stored:   make(map[Key]time.Time),
 		dirty:    make(map[Key]struct{}),
 		wake:     make(chan struct{}, 1),
 		ro:       newReadOnly(),
@@ -334,8 +336,9 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 	case cl.stale:
 		c.stats.staleLoads.Add(1)
 	default:
-		c.rw.Set(ks, &rwEntry{v: cl.v, expires: cl.v.Built.Add(c.cfg.AutoExpiration)}, gocache.DefaultExpiration)
-		c.stored[k] = struct{}{}
+		exp := cl.v.Built.Add(c.cfg.AutoExpiration)
+		c.rw.Set(ks, &rwEntry{v: cl.v, expires: exp}, gocache.DefaultExpiration)
+		c.stored[k] = exp
 		if promote {
 			c.ro.publishOne(k, cl.v)
 		}

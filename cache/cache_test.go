@@ -557,3 +557,33 @@ func TestLargePayloadKeptGzippedOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredKeysAreForgottenWhenExpired: Invalidate deletes only the keys
+// recorded as stored; reads of names that come and go (a scanner asking for
+// random apps or VIPs) must not grow that record for good (found in review).
+func TestStoredKeysAreForgottenWhenExpired(t *testing.T) {
+	clk := newClock()
+	r := newRegistry()
+	cfg := rwConfig(clk)
+	cfg.AutoExpiration = 180 * time.Second
+	c := New(cfg, r.load)
+	for i := range 100 {
+		mustGet(t, c, Key{Entity: VIP, Name: fmt.Sprintf("vip-%d", i), JSON: true})
+	}
+	keep := Key{Entity: Application, Name: AllApps, JSON: true}
+	clk.Advance(100 * time.Second)
+	mustGet(t, c, Key{Entity: Application, Name: AllApps, JSON: true})
+	c.deleteExpired()
+	if n := len(c.stored); n != 101 {
+		t.Fatalf("stored keys before expiry = %d, want 101", n)
+	}
+	clk.Advance(81 * time.Second)
+	c.deleteExpired()
+	if _, ok := c.stored[keep]; len(c.stored) != 1 || !ok {
+		t.Fatalf("stored keys after the VIPs expired = %d (ALL_APPS kept: %v), want only ALL_APPS", len(c.stored), ok)
+	}
+	// What is still stored is still invalidated.
+	r.bump()
+	c.Invalidate("", "", "")
+	wantPayload(t, mustGet(t, c, keep), r.payload(keep, 1))
+}

@@ -37,7 +37,7 @@ func (c *Cache) runJanitor(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			c.rw.DeleteExpired()
+			c.deleteExpired()
 		}
 	}
 }
@@ -63,7 +63,7 @@ func (c *Cache) runTimer(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		c.refreshAll()
-		c.rw.DeleteExpired()
+		c.deleteExpired()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -82,7 +82,7 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 			return nil
 		case <-c.wake:
 		case <-housekeeping.C:
-			c.rw.DeleteExpired()
+			c.deleteExpired()
 			if c.markAged(c.now()) == 0 {
 				continue
 			}
@@ -271,4 +271,19 @@ func (c *Cache) Stats() Stats {
 	s.DirtyKeys = len(c.dirty)
 	c.mu.Unlock()
 	return s
+}
+
+// deleteExpired drops the readWrite tier's expired entries and forgets their
+// keys in stored. An entry Get would no longer serve (expired by Config.Now)
+// needs no Invalidate, so forgetting it early is safe.
+func (c *Cache) deleteExpired() {
+	c.rw.DeleteExpired()
+	now := c.now()
+	c.mu.Lock()
+	for k, exp := range c.stored {
+		if !now.Before(exp) {
+			delete(c.stored, k)
+		}
+	}
+	c.mu.Unlock()
 }
