@@ -29,3 +29,16 @@ func TestMaxInstancesRefusesNewInstancesOnly(t *testing.T) {
 		t.Fatalf("after a cancel there is room: %v", err)
 	}
 }
+
+// TestRestoreKeepsMaxInstances: a snapshot written under a higher limit
+// restores no more than Options.MaxInstances leases (found in review).
+func TestRestoreKeepsMaxInstances(t *testing.T) {
+	full := New(Options{})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		mustRegister(t, full, inst("A", id, StatusUp), false)
+	}
+	r := New(Options{MaxInstances: 2})
+	if n := r.Restore(full.Export()); n != 2 || r.Size() != 2 {
+		t.Fatalf("restored %d, size %d; want 2, 2", n, r.Size())
+	}
+}

@@ -100,6 +100,11 @@ func (r *Registry) Restore(s Snapshot) int {
 		if group[id] != nil {
 			continue
 		}
+		if r.maxN > 0 && r.size >= r.maxN {
+			// Options.MaxInstances holds for a restored registry too (a
+			// snapshot written under a higher limit); the rest re-register.
+			break
+		}
 		if group == nil {
 			group = make(map[string]*lease)
 			r.apps[in.App] = group
