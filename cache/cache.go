@@ -152,8 +152,9 @@ type Cache struct {
 	// regions holds every Key.Regions a Get asked for, so that Invalidate
 	// drops the region variants of AllApps and AllAppsDelta too (Eureka's
 	// regionSpecificKeys, Netflix/eureka#118). The server bounds its values
-	// (subsets of the configured regions).
-	regions map[string]struct{}
+	// (subsets of the configured regions). A sync.Map: Get reads it on every ?regions=
+	// request, and after the first of each set only reads, without c.mu.
+	regions sync.Map      // string -> struct{}
 	wake    chan struct{} // size 1: coalesces rebuild requests
 	gap     atomic.Int64  // current coalescing gap, ns
 	lastDur atomic.Int64  // duration of the last rebuild, ns
@@ -257,14 +258,9 @@ func (c *Cache) Get(k Key) (*Value, error) {
 
 // noteRegions remembers a Key.Regions value for Invalidate.
 func (c *Cache) noteRegions(r string) {
-	c.mu.Lock()
-	if _, ok := c.regions[r]; !ok {
-		if c.regions == nil {
-			c.regions = map[string]struct{}{}
-		}
-		c.regions[r] = struct{}{}
+	if _, ok := c.regions.Load(r); !ok {
+		c.regions.Store(r, struct{}{})
 	}
-	c.mu.Unlock()
 }
 
 // getRW reads the readWrite tier, loading on a miss. With promote, the value is also put in
@@ -391,16 +387,16 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 	}
 	add(Application, AllApps)
 	add(Application, AllAppsDelta)
-	c.mu.Lock()
-	for r := range c.regions {
+	c.regions.Range(func(rk, _ any) bool {
+		r := rk.(string)
 		for _, json := range [2]bool{false, true} {
 			for _, compact := range [2]bool{false, true} {
 				keys = append(keys, Key{Entity: Application, Name: AllApps, JSON: json, Compact: compact, Regions: r},
 					Key{Entity: Application, Name: AllAppsDelta, JSON: json, Compact: compact, Regions: r})
 			}
 		}
-	}
-	c.mu.Unlock()
+		return true
+	})
 	addAddr := func(e Entity, addr string) {
 		if addr == "" {
 			return
