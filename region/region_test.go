@@ -2,6 +2,8 @@ package region
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -376,4 +378,49 @@ func TestCollector(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	want("goreka_remote_region_fetch_failures_total", 1)
 	want("goreka_remote_region_staleness_seconds", 5)
+}
+
+// TestFetchBackoff: Eureka's TimedSupervisorTask doubles the delay after a
+// fetch that timed out, up to 5 intervals, and resets it after one that
+// completed; other failures keep it.
+func TestFetchBackoff(t *testing.T) {
+	const iv = 30 * time.Second
+	timeout := fmt.Errorf("GET apps/: %w", context.DeadlineExceeded)
+	refused := errors.New("connection refused")
+	d := iv
+	var got []time.Duration
+	for _, err := range []error{timeout, timeout, refused, timeout, timeout, timeout, nil, timeout} {
+		d = nextDelay(d, iv, err)
+		got = append(got, d/time.Second)
+	}
+	want := []time.Duration{60, 120, 120, 150, 150, 150, 30, 60}
+	if !slices.Equal(got, want) {
+		t.Fatalf("delays (s) = %v, want %v", got, want)
+	}
+}
+
+// TestFetchAbandonedAfterAnIntervalBacksOff: a region that accepts the
+// request and trickles nothing is abandoned after one fetch interval, with
+// an error the backoff counts as a timeout.
+func TestFetchAbandonedAfterAnIntervalBacksOff(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(block); srv.Close() })
+	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", FetchInterval: 300 * time.Millisecond,
+		ReadTimeout: time.Minute, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.FetchOnce(context.Background())
+	if err == nil {
+		t.Fatal("fetch from a hanging region succeeded")
+	}
+	if d := nextDelay(r.cfg.FetchInterval, r.cfg.FetchInterval, err); d != 2*r.cfg.FetchInterval {
+		t.Fatalf("delay after %v = %v, want two intervals", err, d)
+	}
 }

@@ -217,17 +217,39 @@ func (r *Remote) Status() Status {
 func (r *Remote) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	delay := r.cfg.FetchInterval
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		if err := r.FetchOnce(ctx); err != nil && ctx.Err() == nil {
+		err := r.FetchOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("fetching remote region registry", "url", r.base, "err", err)
 		}
-		t.Reset(r.cfg.FetchInterval)
+		delay = nextDelay(delay, r.cfg.FetchInterval, err)
+		t.Reset(delay)
 	}
+}
+
+// maxBackoff bounds the fetch delay at this many fetch intervals: Eureka
+// runs the fetch in a TimedSupervisorTask with expBackOffBound 5.
+const maxBackoff = 5
+
+// nextDelay is TimedSupervisorTask's rule: a fetch that timed out (it is
+// abandoned after one interval) doubles the delay before the next one, up
+// to maxBackoff intervals, so that a region that hangs is not asked ever
+// more often than it answers; a fetch that completed resets it to the
+// interval. Other failures (refused, 5xx, a bad body) keep the delay.
+func nextDelay(cur, interval time.Duration, err error) time.Duration {
+	switch {
+	case err == nil:
+		return interval
+	case errors.Is(err, context.DeadlineExceeded):
+		return min(2*cur, maxBackoff*interval)
+	}
+	return cur
 }
 
 // FetchOnce does one fetch as Eureka's RemoteRegionRegistry.fetchRegistry:
