@@ -349,3 +349,28 @@ func TestNamespaceDashboard(t *testing.T) {
 	}
 	must(t, "GET", root+"/?namespace=nope", "", http.StatusNotFound)
 }
+
+// GET /ns/{name}/eureka/status lists the namespace's own replicas: a stock
+// peer (goreka.namespaces.stock-peers) is a replica of the default
+// namespace only.
+func TestNamespaceStatusListsItsReplicas(t *testing.T) {
+	n := nsNode(t, "--goreka.namespaces.allowed=dev",
+		"--eureka.client.service-url.defaultZone=http://127.0.0.2:1/eureka/,http://127.0.0.3:1/eureka/",
+		"--goreka.namespaces.stock-peers=127.0.0.3:1")
+	n.start()
+	n.waitServing()
+	status := func(base string) string {
+		code, body, err := do("GET", base+"/status", "")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s/status: %d %v", base, code, err)
+		}
+		return string(body)
+	}
+	def, dev := status(nsBase(n, "")), status(nsBase(n, "dev"))
+	if !strings.Contains(def, "127.0.0.2") || !strings.Contains(def, "127.0.0.3") {
+		t.Errorf("default namespace's status does not list both peers:\n%s", def)
+	}
+	if !strings.Contains(dev, "127.0.0.2") || strings.Contains(dev, "127.0.0.3") {
+		t.Errorf("dev's status lists the stock peer or misses the goreka one:\n%s", dev)
+	}
+}

@@ -87,7 +87,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		Cache:    s.cache,
 		Gate:     s.evictor,
 		Expiry:   s.evictor,
-		Status:   a,
+		Status:   stackStatus{a, s},
 		Logger:   s.log.With("component", "http"),
 		Now:      now,
 	})
@@ -246,4 +246,19 @@ func (s *stack) onRegionChange(ch region.Change) {
 	if ch.Delta || len(ch.Instances) == 0 {
 		s.cache.Invalidate("", "", "")
 	}
+}
+
+// stackStatus is GET {namespace}/eureka/status: the process's figures with
+// the replicas of the namespace's own replication (a namespace does not
+// replicate to stock peers).
+type stackStatus struct {
+	a *app
+	s *stack
+}
+
+func (st stackStatus) StatusInfo() server.StatusInfo {
+	info := st.a.StatusInfo()
+	reg, avail, unavail := st.s.repl.Replicas()
+	info.Application = server.ReplicaStats(reg, avail, unavail)
+	return info
 }
