@@ -287,12 +287,19 @@ func getText(u string) (int, string) {
 }
 
 func renderMixed(label string, res []mixedResult) string {
+	return renderChecks("mixed pair: goreka G <-> "+label+" S", "pair", "mixed pair", res)
+}
+
+// renderChecks is the table of one run of checks (mixed pairs, limiters,
+// remote regions): a heading, one row of pass/FAIL cells, and the first line
+// of each check's detail.
+func renderChecks(heading, corner, row string, res []mixedResult) string {
 	var b strings.Builder
-	b.WriteString("## mixed pair: goreka G <-> " + label + " S\n\n| pair |")
+	fmt.Fprintf(&b, "## %s\n\n| %s |", heading, corner)
 	for _, r := range res {
 		fmt.Fprintf(&b, " %s |", r.check)
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(res)) + "\n| mixed pair |")
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(res)) + "\n| " + row + " |")
 	var details []string
 	for _, r := range res {
 		cell := "pass"

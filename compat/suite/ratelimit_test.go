@@ -242,26 +242,5 @@ func sumValues(m map[int]int) int {
 }
 
 func renderRateLimit(lc limitCase, res []mixedResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## %s: goreka with %s, one client in a loop of full fetches, real clients fetching\n\n| run |", lc.name, strings.Join(lc.args, " "))
-	for _, r := range res {
-		fmt.Fprintf(&b, " %s |", r.check)
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(res)) + "\n| goreka |")
-	var details []string
-	for _, r := range res {
-		cell := "pass"
-		if r.outcome != pass {
-			cell = "FAIL"
-		}
-		fmt.Fprintf(&b, " %s |", cell)
-		if r.detail != "" {
-			details = append(details, fmt.Sprintf("- %s: %s", r.check, strings.SplitN(r.detail, "\n", 2)[0]))
-		}
-	}
-	b.WriteString("\n")
-	if len(details) > 0 {
-		b.WriteString("\nDetails:\n" + strings.Join(details, "\n") + "\n")
-	}
-	return b.String()
+	return renderChecks(fmt.Sprintf("%s: goreka with %s, one client in a loop of full fetches, real clients fetching", lc.name, strings.Join(lc.args, " ")), "run", "goreka", res)
 }

@@ -332,26 +332,5 @@ func normRegionDoc(b []byte) string {
 }
 
 func renderRegions(label string, res []mixedResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## remote regions: goreka and %s as local servers, each with a goreka region and a stock region\n\n| run |", label)
-	for _, r := range res {
-		fmt.Fprintf(&b, " %s |", r.check)
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(res)) + "\n| regions |")
-	var details []string
-	for _, r := range res {
-		cell := "pass"
-		if r.outcome != pass {
-			cell = "FAIL"
-		}
-		fmt.Fprintf(&b, " %s |", cell)
-		if r.detail != "" {
-			details = append(details, fmt.Sprintf("- %s: %s", r.check, strings.SplitN(r.detail, "\n", 2)[0]))
-		}
-	}
-	b.WriteString("\n")
-	if len(details) > 0 {
-		b.WriteString("\nDetails:\n" + strings.Join(details, "\n") + "\n")
-	}
-	return b.String()
+	return renderChecks("remote regions: goreka and "+label+" as local servers, each with a goreka region and a stock region", "run", "regions", res)
 }
