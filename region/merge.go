@@ -3,7 +3,6 @@ package region
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/goreka/goreka/registry"
 )
@@ -261,7 +260,7 @@ func (s *Set) VIP(local *registry.Applications, name string, secure bool) *regis
 			if secure {
 				addr = v.Instance.SecureVIPAddress
 			}
-			if vipMatches(addr, name) {
+			if registry.VIPMatches(addr, name) {
 				byApp[app] = append(byApp[app], v)
 			}
 		}
@@ -305,18 +304,6 @@ func find(r *Remote, app string) (*registry.Application, bool) {
 		return nil, false
 	}
 	return &apps.Apps[i], true
-}
-
-func vipMatches(addr, name string) bool {
-	if addr == "" {
-		return false
-	}
-	for piece := range strings.SplitSeq(addr, ",") {
-		if piece == name {
-			return true
-		}
-	}
-	return false
 }
 
 func sortApps(apps []registry.Application) {

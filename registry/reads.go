@@ -127,7 +127,7 @@ func (r *Registry) VIP(name string, secure bool) *Applications {
 			if secure {
 				addr = l.inst.SecureVIPAddress
 			}
-			if !vipMatches(addr, name) {
+			if !VIPMatches(addr, name) {
 				continue
 			}
 			app.Instances = append(app.Instances, l.view())
@@ -144,7 +144,10 @@ func (r *Registry) VIP(name string, secure bool) *Applications {
 	return out
 }
 
-func vipMatches(addr, name string) bool {
+// VIPMatches reports whether an instance's (secure) VIP address serves the
+// VIP name: the address is a comma-separated list matched piece by piece,
+// untrimmed, as Eureka's getApplicationsForVip does.
+func VIPMatches(addr, name string) bool {
 	if addr == "" {
 		return false
 	}

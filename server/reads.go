@@ -114,23 +114,20 @@ func (s *Server) serveCachedRegions(c *gin.Context, e cache.Entity, name, region
 
 func acceptsGzip(ae string) bool { return strings.Contains(ae, "gzip") }
 
-func (s *Server) getApps(c *gin.Context) {
-	regions, asked := s.regionsParam(c)
-	if !s.allowed(c) {
-		return
-	}
-	if asked && !s.regionsReady() {
-		c.Status(http.StatusForbidden)
-		return
-	}
-	s.serveCachedRegions(c, cache.Application, cache.AllApps, regions)
-}
+func (s *Server) getApps(c *gin.Context) { s.serveRegistryDocument(c, cache.AllApps) }
 
 func (s *Server) getDelta(c *gin.Context) {
 	if s.cfg.DisableDelta {
 		c.Status(http.StatusForbidden)
 		return
 	}
+	s.serveRegistryDocument(c, cache.AllAppsDelta)
+}
+
+// serveRegistryDocument serves the full registry or the delta: 403 while
+// access is not allowed yet (start-up) or, for ?regions=, while a remote
+// region has never answered (Eureka's shouldAllowAccess(remoteRegionRequired)).
+func (s *Server) serveRegistryDocument(c *gin.Context, name string) {
 	regions, asked := s.regionsParam(c)
 	if !s.allowed(c) {
 		return
@@ -139,7 +136,7 @@ func (s *Server) getDelta(c *gin.Context) {
 		c.Status(http.StatusForbidden)
 		return
 	}
-	s.serveCachedRegions(c, cache.Application, cache.AllAppsDelta, regions)
+	s.serveCachedRegions(c, cache.Application, name, regions)
 }
 
 func (s *Server) getApp(c *gin.Context) {
