@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -66,20 +67,30 @@ func (s *Server) SetNamespaces(ns Namespaces) { s.namespaces = ns }
 
 // serveNamespace routes one /ns/ request (path normalised by ServeHTTP).
 // Unauthenticated requests get the default namespace's 401 before any
-// lookup, so that names cannot be probed without credentials; the
+// lookup, so that names cannot be probed without credentials, and a user
+// scoped to other namespaces gets its 403 before any lookup too; the
 // namespace's own Server then authenticates again with the users scoped
 // to it.
 func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, rest, _ := strings.Cut(r.URL.Path[len(NamespacePrefix):], "/")
-	if o := &s.ops; o.authOn && o.users.find(r.Header.Get("Authorization")) == nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		s.ops.refused(r, http.StatusUnauthorized, 0, start)
-		return
+	var p *principal
+	if o := &s.ops; o.authOn {
+		if p = o.users.find(r.Header.Get("Authorization")); p == nil {
+			w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			s.ops.refused(r, http.StatusUnauthorized, 0, start)
+			return
+		}
 	}
 	if err := ValidateNamespace(name); err != nil {
 		s.namespaceError(w, r, err, start)
+		return
+	}
+	// A user scoped to other namespaces is refused before any lookup: it
+	// creates nothing, and its 403 is the same whether name exists or not.
+	if p != nil && p.namespaces != nil && !slices.Contains(p.namespaces, name) {
+		s.namespaceError(w, r, &NamespaceError{http.StatusForbidden, "user " + p.name + " may not use namespace " + name}, start)
 		return
 	}
 	ns, err := s.namespaces.Namespace(name)

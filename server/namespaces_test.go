@@ -92,3 +92,54 @@ func TestNoNamespaces(t *testing.T) {
 	f := newOpsFixture(t, OpsConfig{})
 	expect(t, f.do(t, "GET", "/ns/dev/eureka/apps", "", ""), 404, "404 page not found")
 }
+
+// creatingNS creates a namespace's server at its first lookup, as
+// goreka.namespaces.auto-create does, and records every lookup.
+type creatingNS struct {
+	t       *testing.T
+	auth    AuthConfig
+	m       map[string]*Server
+	lookups []string
+}
+
+func (c *creatingNS) Namespace(name string) (*Server, error) {
+	c.lookups = append(c.lookups, name)
+	if s := c.m[name]; s != nil {
+		return s, nil
+	}
+	a := c.auth
+	a.Namespace = name
+	c.m[name] = newOpsFixture(c.t, OpsConfig{Auth: a}).srv
+	return c.m[name], nil
+}
+
+// TestNamespaceScopeRefusedBeforeLookup: a user scoped to namespaces gets
+// the router's 403 for any other one before the lookup, so that it cannot
+// create namespaces (auto-create) and cannot tell existing names from
+// unknown ones.
+func TestNamespaceScopeRefusedBeforeLookup(t *testing.T) {
+	auth := AuthConfig{User: "admin", Password: "a", Users: []UserConfig{
+		{Name: "dev", Password: "d", Apps: []string{"*"}, Namespaces: []string{"dev"}},
+	}}
+	def := newOpsFixture(t, OpsConfig{Auth: auth})
+	ns := &creatingNS{t: t, auth: auth, m: map[string]*Server{}}
+	def.srv.SetNamespaces(ns)
+	expect(t, def.do(t, "GET", "/ns/staging/eureka/apps", "admin:a", ""), 200, "-") // exists now
+	ns.lookups = nil
+
+	existing := def.do(t, "GET", "/ns/staging/eureka/apps", "dev:d", "")
+	unknown := def.do(t, "POST", "/ns/x1/eureka/apps/ORDERS", "dev:d", opsRegisterBody)
+	if existing.Code != 403 || unknown.Code != 403 {
+		t.Fatalf("scoped user outside its namespaces: %d %q and %d %q, want 403s", existing.Code, existing.Body, unknown.Code, unknown.Body)
+	}
+	if want := "user dev may not use namespace staging"; existing.Body.String() != want {
+		t.Errorf("existing namespace: %q, want %q", existing.Body, want)
+	}
+	if want := "user dev may not use namespace x1"; unknown.Body.String() != want {
+		t.Errorf("unknown namespace: %q, want %q", unknown.Body, want)
+	}
+	if len(ns.lookups) != 0 || len(ns.m) != 1 {
+		t.Fatalf("refused requests looked up %v; namespaces now %d, want 1", ns.lookups, len(ns.m))
+	}
+	expect(t, def.do(t, "POST", "/ns/dev/eureka/apps/ORDERS", "dev:d", opsRegisterBody), 204, "")
+}
