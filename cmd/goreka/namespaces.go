@@ -95,8 +95,8 @@ func snapshotNamespaces(path string) []string {
 }
 
 // Namespace is server.Namespaces: the namespace's server, created when
-// auto-create allows it.
-func (n *namespaces) Namespace(name string) (*server.Server, error) {
+// create is set and auto-create allows it.
+func (n *namespaces) Namespace(name string, create bool) (*server.Server, error) {
 	if name == defaultNamespace {
 		return n.a.srv, nil
 	}
@@ -107,6 +107,8 @@ func (n *namespaces) Namespace(name string) (*server.Server, error) {
 	}
 	nc := n.a.cfg.Goreka.Namespaces
 	switch {
+	case !create:
+		return nil, &server.NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + strconv.Quote(name)}
 	case !nc.AutoCreate:
 		return nil, &server.NamespaceError{Status: http.StatusNotFound,
 			Reason: "unknown namespace " + strconv.Quote(name) + ": it is not in goreka.namespaces.allowed and goreka.namespaces.auto-create is off"}
