@@ -81,7 +81,15 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		}
 	}
 	s.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewRegionLoader(s.reg, codecs(cfg), s.regions))
+	// One rate limiter and one set of per-client fetch limits for the
+	// process, as in Eureka (its rate limiter is global): the default
+	// stack's, which every namespace's server shares.
+	var limiters *server.Limiters
+	if name != defaultNamespace {
+		limiters = a.stack.srv.Limiters()
+	}
 	s.srv = server.New(serverConfig(cfg), server.Deps{
+		Limiters: limiters,
 		Regions:  s.regions,
 		Registry: s.reg,
 		Cache:    s.cache,
@@ -108,7 +116,11 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	}
 
 	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
-	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector(), s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
+	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
+	if name == defaultNamespace {
+		// Process-wide, shared by every namespace: served at /metrics.
+		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
+	}
 	if s.regions.Set.Len() > 0 {
 		s.metrics.MustRegister(s.regions.Set.Collector())
 	}
