@@ -5,9 +5,13 @@ package main
 // process-wide fetch allowance. Nodes come from harness_test.go.
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/goreka/goreka/server"
@@ -119,4 +123,65 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestNamespaceCreationConcurrentAndClosed: concurrent first requests of
+// one new name share one creation; concurrent creations of different names
+// stop at goreka.namespaces.max exactly (those being created count); once
+// shutdown began (close) nothing is created, with a 503.
+func TestNamespaceCreationConcurrentAndClosed(t *testing.T) {
+	n := nsNode(t, "--goreka.namespaces.auto-create=true", "--goreka.namespaces.max=4")
+	n.start()
+	n.waitServing()
+	ns := n.app().ns
+	var wg sync.WaitGroup
+	srvs := make([]*server.Server, 8)
+	for i := range srvs {
+		wg.Go(func() {
+			s, err := ns.Namespace("same", true)
+			if err != nil {
+				t.Errorf("Namespace(same): %v", err)
+			}
+			srvs[i] = s
+		})
+	}
+	wg.Wait()
+	for _, s := range srvs {
+		if s == nil || s != srvs[0] {
+			t.Fatalf("concurrent first requests got different servers")
+		}
+	}
+	var created, refused atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			_, err := ns.Namespace(fmt.Sprintf("n%d", i), true)
+			var ne *server.NamespaceError
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.As(err, &ne) && ne.Status == http.StatusForbidden:
+				refused.Add(1)
+			default:
+				t.Errorf("Namespace(n%d): %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if created.Load() != 3 || refused.Load() != 5 || len(ns.names()) != 5 {
+		t.Fatalf("created %d, refused %d, namespaces %v; want 3, 5 and default+4", created.Load(), refused.Load(), ns.names())
+	}
+	for _, name := range ns.names()[1:] {
+		must(t, "GET", nsBase(n, name)+"/apps", "", http.StatusOK) // each one runs and opens
+	}
+	ns.close()
+	if _, err := ns.Namespace("same", true); err != nil {
+		t.Fatalf("an existing namespace after close: %v", err)
+	}
+	before := ns.names()
+	// At max too: shutting down is the answer that counts.
+	_, err := ns.Namespace("late", true)
+	var ne *server.NamespaceError
+	if !errors.As(err, &ne) || ne.Status != http.StatusServiceUnavailable || !slices.Equal(ns.names(), before) {
+		t.Fatalf("creation after close: %v, namespaces %v", err, ns.names())
+	}
 }

@@ -208,10 +208,24 @@ func (s *stack) onRenew(rn registry.Renewal) {
 // It restores the snapshot first and returns the number of instances
 // restored.
 func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) int {
-	restored := 0
+	restored := s.restore()
+	s.runLoops(a, ctx, replCtx, wg, replWG)
+	return restored
+}
+
+// restore loads the stack's snapshot, if it has one, and returns the number
+// of instances restored. It runs before serving and before the peer sync,
+// whose newer copies win.
+func (s *stack) restore() int {
+	if s.snap == nil {
+		return 0
+	}
+	return s.snap.Restore()
+}
+
+// runLoops is startLoops after restore.
+func (s *stack) runLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) {
 	if s.snap != nil {
-		// Before serving and before the peer sync, whose newer copies win.
-		restored = s.snap.Restore()
 		wg.Go(func() { a.runLoop(ctx, s.loopName("snapshot"), s.snap.Run) })
 	}
 	wg.Go(func() { a.runLoop(ctx, s.loopName("cache"), s.cache.Run) })
@@ -221,7 +235,6 @@ func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *syn
 	wg.Go(func() { a.runLoop(ctx, s.loopName("eviction"), s.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, s.loopName("health"), s.health.Run) })
 	replWG.Go(func() { a.runLoop(replCtx, s.loopName("replication"), s.repl.Run) })
-	return restored
 }
 
 func (s *stack) loopName(loop string) string {
