@@ -226,16 +226,22 @@ func isLoopback(host string) bool {
 }
 
 // InNamespace returns the peer as seen by goreka namespace name: its URLs
-// with /ns/{name}/ put before their last path segment
-// (http://h:8761/eureka/ becomes http://h:8761/ns/dev/eureka/), its
-// credentials kept. ok is false for a URL without a path segment (such as
-// http://h:8761/), which has no place for the namespace.
+// with /ns/{name}/ put before their last path segment, or before
+// /eureka/v2 (http://h:8761/eureka/ becomes http://h:8761/ns/dev/eureka/,
+// http://h:8761/eureka/v2/ becomes http://h:8761/ns/dev/eureka/v2/, which
+// the server routes to the namespace and then normalises as at the root),
+// its credentials kept. ok is false for a URL without a path segment (such
+// as http://h:8761/), which has no place for the namespace.
 func (p Peer) InNamespace(name string) (q Peer, ok bool) {
+	isPath := func(head string) bool { return !strings.HasSuffix(head, "/") } // scheme://host has no path
 	insert := func(u string) (string, bool) {
 		rest := strings.TrimSuffix(u, "/")
 		i := strings.LastIndexByte(rest, '/')
-		if i < 0 || strings.HasSuffix(rest[:i], "/") { // scheme://host has no path
+		if i < 0 || !isPath(rest[:i]) {
 			return "", false
+		}
+		if rest[i:] == "/v2" && strings.HasSuffix(rest[:i], "/eureka") && isPath(rest[:i-len("/eureka")]) {
+			i -= len("/eureka")
 		}
 		return rest[:i] + "/ns/" + name + rest[i:] + "/", true
 	}

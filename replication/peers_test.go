@@ -125,3 +125,45 @@ func TestPeersCredentials(t *testing.T) {
 		t.Errorf("scrub = %q", got)
 	}
 }
+
+// TestPeerInNamespace: a peer's namespaced URL is one the goreka server
+// routes to the namespace (/ns/{name}/ before the Eureka root, which it
+// then normalises as at the root: /eureka/, /eureka/v2/, /v2/), wherever
+// the peer's context path puts that root; credentials are kept.
+func TestPeerInNamespace(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"http://h:8761/eureka/":           "http://h:8761/ns/dev/eureka/",
+		"http://h:8761/eureka":            "http://h:8761/ns/dev/eureka/",
+		"http://h:8761/eureka/v2/":        "http://h:8761/ns/dev/eureka/v2/",
+		"http://h:8761/eureka/v2":         "http://h:8761/ns/dev/eureka/v2/",
+		"http://h:8761/v2/":               "http://h:8761/ns/dev/v2/",
+		"http://h:8761/registry/eureka/":  "http://h:8761/registry/ns/dev/eureka/",
+		"http://h:8761/reg/eureka/v2/":    "http://h:8761/reg/ns/dev/eureka/v2/",
+		"http://eureka/v2/":               "http://eureka/ns/dev/v2/", // a host named eureka is no path
+		"https://u:p%2Fw@h/eureka/v2/":    "https://h/ns/dev/eureka/v2/",
+		"http://admin:s3cret@h:1/eureka/": "http://h:1/ns/dev/eureka/",
+	} {
+		p, err := ParsePeer(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, ok := p.InNamespace("dev")
+		if !ok || q.URL != want || q.BaseURL != want {
+			t.Errorf("%s: %q %q %v, want %q", raw, q.URL, q.BaseURL, ok, want)
+		}
+		if q.auth != p.auth || q.Host != p.Host || q.Port != p.Port {
+			t.Errorf("%s: %+v lost the credentials or address of %+v", raw, q, p)
+		}
+	}
+	p, _ := ParsePeer("http://admin:s3cret@h:1/eureka/")
+	if q, _ := p.InNamespace("dev"); q.auth != "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:s3cret")) {
+		t.Errorf("credentials: %q", q.auth)
+	}
+	for _, raw := range []string{"http://h:8761/", "http://h:8761"} {
+		p, _ := ParsePeer(raw)
+		if q, ok := p.InNamespace("dev"); ok {
+			t.Errorf("%s: %+v, want no namespaced URL", raw, q)
+		}
+	}
+}

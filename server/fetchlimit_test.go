@@ -349,3 +349,46 @@ goreka_fetch_limit_tracked_clients 1
 		t.Fatalf("off: %d series, want 4 zeros", n)
 	}
 }
+
+// TestLimitersSharedAcrossNamespaces: a namespace's Server built with
+// Deps.Limiters of the default one draws from the same allowances, so a
+// looping client gets one allowance per process, not one per namespace
+// (Eureka's rate limiter is global; per-client: one allowance per client).
+func TestLimitersSharedAcrossNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fl   FetchLimitConfig
+		rl   RateLimitConfig
+	}{
+		{"fetch-limit", FetchLimitConfig{Enabled: true, FullPerMinute: 1, Burst: 2, MaxClients: 10}, RateLimitConfig{}},
+		{"rate-limiter", FetchLimitConfig{}, RateLimitConfig{Enabled: true, BurstSize: 2, RegistryFetchAverageRate: 1, FullFetchAverageRate: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := newFetchFixture(t, tc.fl, tc.rl)
+			reg := registry.New(registry.Options{Now: def.clock.Now})
+			cc := cache.DefaultConfig()
+			cc.UseReadOnly, cc.Now = false, def.clock.Now
+			dev := New(Config{}, Deps{Registry: reg, Cache: cache.NewStreaming(cc, NewLoader(reg)), Now: def.clock.Now, Limiters: def.srv.Limiters()})
+			def.srv.SetNamespaces(nsMap{"dev": dev})
+			c := who{addr: "10.1.1.1:5000", name: "loop"}
+			if a, b := def.get(t, "/eureka/apps", c), def.get(t, "/eureka/apps", c); a != 200 || b != 200 {
+				t.Fatalf("burst: %d %d", a, b)
+			}
+			if got := def.get(t, "/eureka/apps", c); got != 503 {
+				t.Fatalf("over the allowance: %d, want 503", got)
+			}
+			for _, p := range []string{"/ns/dev/eureka/apps", "/ns/dev/eureka/apps/"} {
+				if got := def.get(t, p, c); got != 503 {
+					t.Fatalf("%s after the allowance was used at /eureka/apps: %d, want 503 (one allowance per process)", p, got)
+				}
+			}
+			// The default Server's collectors count every namespace's 503s.
+			if n := def.srv.limiter.limited[targetFull][1].Load(); tc.rl.Enabled && n != 3 {
+				t.Errorf("throttled full fetches counted: %d, want 3 (both namespaces)", n)
+			}
+			if tc.fl.Enabled && def.srv.fetchLimit.throttledFull.Load() != 3 {
+				t.Errorf("throttled full fetches counted: %d, want 3 (both namespaces)", def.srv.fetchLimit.throttledFull.Load())
+			}
+		})
+	}
+}

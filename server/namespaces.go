@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,9 +17,10 @@ const NamespacePrefix = "/ns/"
 // Namespaces finds the Server of a namespace (SetNamespaces).
 type Namespaces interface {
 	// Namespace returns the server of the named namespace (a valid name,
-	// ValidateNamespace), creating it when that is allowed. Its error is a
-	// *NamespaceError saying why not.
-	Namespace(name string) (*Server, error)
+	// ValidateNamespace), creating it when create is set and that is
+	// allowed. Its error is a *NamespaceError saying why not (404 for an
+	// unknown name without create).
+	Namespace(name string, create bool) (*Server, error)
 }
 
 // NamespaceError is a namespace a request may not use: Status is the HTTP
@@ -65,24 +67,53 @@ func quote(s string) string {
 func (s *Server) SetNamespaces(ns Namespaces) { s.namespaces = ns }
 
 // serveNamespace routes one /ns/ request (path normalised by ServeHTTP).
+// Health probes (/ns/{name}/actuator/health*) need no credentials, as at
+// the root, and go only to a namespace that exists.
 // Unauthenticated requests get the default namespace's 401 before any
-// lookup, so that names cannot be probed without credentials; the
+// lookup, so that names cannot be probed without credentials, and a user
+// scoped to other namespaces gets its 403 before any lookup too; the
 // namespace's own Server then authenticates again with the users scoped
 // to it.
 func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, rest, _ := strings.Cut(r.URL.Path[len(NamespacePrefix):], "/")
-	if o := &s.ops; o.authOn && o.users.find(r.Header.Get("Authorization")) == nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		s.ops.refused(r, http.StatusUnauthorized, 0, start)
+	if isHealth("/" + rest) {
+		// Probes never need credentials (as /actuator/health*), and
+		// they create no namespace: an unknown one is a 404.
+		if err := ValidateNamespace(name); err != nil {
+			s.namespaceError(w, r, err, start)
+			return
+		}
+		ns, err := s.namespaces.Namespace(name, false)
+		if err != nil {
+			s.namespaceError(w, r, err, start)
+			return
+		}
+		r.URL.Path = "/" + rest
+		r.URL.RawPath = ""
+		ns.ServeHTTP(w, r)
 		return
+	}
+	var p *principal
+	if o := &s.ops; o.authOn {
+		if p = o.users.find(r.Header.Get("Authorization")); p == nil {
+			w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			s.ops.refused(r, http.StatusUnauthorized, 0, start)
+			return
+		}
 	}
 	if err := ValidateNamespace(name); err != nil {
 		s.namespaceError(w, r, err, start)
 		return
 	}
-	ns, err := s.namespaces.Namespace(name)
+	// A user scoped to other namespaces is refused before any lookup: it
+	// creates nothing, and its 403 is the same whether name exists or not.
+	if p != nil && p.namespaces != nil && !slices.Contains(p.namespaces, name) {
+		s.namespaceError(w, r, &NamespaceError{http.StatusForbidden, "user " + p.name + " may not use namespace " + name}, start)
+		return
+	}
+	ns, err := s.namespaces.Namespace(name, true)
 	if err != nil {
 		s.namespaceError(w, r, err, start)
 		return

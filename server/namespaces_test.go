@@ -9,7 +9,7 @@ import (
 // nsMap is a fixed set of namespaces for the router.
 type nsMap map[string]*Server
 
-func (m nsMap) Namespace(name string) (*Server, error) {
+func (m nsMap) Namespace(name string, _ bool) (*Server, error) {
 	if s := m[name]; s != nil {
 		return s, nil
 	}
@@ -91,4 +91,84 @@ func TestNamespaceRouting(t *testing.T) {
 func TestNoNamespaces(t *testing.T) {
 	f := newOpsFixture(t, OpsConfig{})
 	expect(t, f.do(t, "GET", "/ns/dev/eureka/apps", "", ""), 404, "404 page not found")
+}
+
+// creatingNS creates a namespace's server at its first lookup, as
+// goreka.namespaces.auto-create does, and records every lookup.
+type creatingNS struct {
+	t       *testing.T
+	auth    AuthConfig
+	m       map[string]*Server
+	lookups []string
+}
+
+func (c *creatingNS) Namespace(name string, create bool) (*Server, error) {
+	c.lookups = append(c.lookups, name)
+	if s := c.m[name]; s != nil {
+		return s, nil
+	}
+	if !create {
+		return nil, &NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + name}
+	}
+	a := c.auth
+	a.Namespace = name
+	c.m[name] = newOpsFixture(c.t, OpsConfig{Auth: a}).srv
+	return c.m[name], nil
+}
+
+// TestNamespaceScopeRefusedBeforeLookup: a user scoped to namespaces gets
+// the router's 403 for any other one before the lookup, so that it cannot
+// create namespaces (auto-create) and cannot tell existing names from
+// unknown ones.
+func TestNamespaceScopeRefusedBeforeLookup(t *testing.T) {
+	auth := AuthConfig{User: "admin", Password: "a", Users: []UserConfig{
+		{Name: "dev", Password: "d", Apps: []string{"*"}, Namespaces: []string{"dev"}},
+	}}
+	def := newOpsFixture(t, OpsConfig{Auth: auth})
+	ns := &creatingNS{t: t, auth: auth, m: map[string]*Server{}}
+	def.srv.SetNamespaces(ns)
+	expect(t, def.do(t, "GET", "/ns/staging/eureka/apps", "admin:a", ""), 200, "-") // exists now
+	ns.lookups = nil
+
+	existing := def.do(t, "GET", "/ns/staging/eureka/apps", "dev:d", "")
+	unknown := def.do(t, "POST", "/ns/x1/eureka/apps/ORDERS", "dev:d", opsRegisterBody)
+	if existing.Code != 403 || unknown.Code != 403 {
+		t.Fatalf("scoped user outside its namespaces: %d %q and %d %q, want 403s", existing.Code, existing.Body, unknown.Code, unknown.Body)
+	}
+	if want := "user dev may not use namespace staging"; existing.Body.String() != want {
+		t.Errorf("existing namespace: %q, want %q", existing.Body, want)
+	}
+	if want := "user dev may not use namespace x1"; unknown.Body.String() != want {
+		t.Errorf("unknown namespace: %q, want %q", unknown.Body, want)
+	}
+	if len(ns.lookups) != 0 || len(ns.m) != 1 {
+		t.Fatalf("refused requests looked up %v; namespaces now %d, want 1", ns.lookups, len(ns.m))
+	}
+	expect(t, def.do(t, "POST", "/ns/dev/eureka/apps/ORDERS", "dev:d", opsRegisterBody), 204, "")
+}
+
+// TestNamespaceHealthAnonymous: /ns/{name}/actuator/health* needs no
+// credentials, as /actuator/health* does (Kubernetes probes), and creates
+// no namespace: an unknown one is a 404, a bad name a 400.
+func TestNamespaceHealthAnonymous(t *testing.T) {
+	auth := AuthConfig{User: "admin", Password: "a"}
+	def := newOpsFixture(t, OpsConfig{Auth: auth})
+	ns := &creatingNS{t: t, auth: auth, m: map[string]*Server{"default": def.srv}}
+	def.srv.SetNamespaces(ns)
+	expect(t, def.do(t, "GET", "/ns/dev/eureka/apps", "admin:a", ""), 200, "-") // creates dev
+	expect(t, def.do(t, "GET", "/ns/dev/actuator/health", "", ""), 200, `{"status":"UP"}`)
+	expect(t, def.do(t, "GET", "/ns/dev/actuator/health/liveness/", "", ""), 200, `{"status":"UP"}`)
+	// newOpsFixture's namespaces are not ready until SetReady.
+	expect(t, def.do(t, "GET", "/ns/dev/actuator/health/readiness", "", ""), 503, `{"status":"OUT_OF_SERVICE"}`)
+	expect(t, def.do(t, "GET", "/ns/default/actuator/health", "", ""), 200, `{"status":"UP"}`)
+	expect(t, def.do(t, "GET", "/ns/x1/actuator/health/readiness", "", ""), 404, "unknown namespace x1")
+	if w := def.do(t, "GET", "/ns/X1/actuator/health", "", ""); w.Code != 400 {
+		t.Fatalf("bad name: %d %q", w.Code, w.Body)
+	}
+	if _, ok := ns.m["x1"]; ok || len(ns.m) != 2 {
+		t.Fatalf("a health probe created a namespace: %d namespaces", len(ns.m))
+	}
+	// Everything else under the namespace still needs credentials.
+	expect(t, def.do(t, "GET", "/ns/dev/metrics", "", ""), 401, "")
+	expect(t, def.do(t, "GET", "/ns/dev/actuator/healthz", "", ""), 401, "")
 }

@@ -63,7 +63,23 @@ type Deps struct {
 	// Regions are the remote regions merged into reads; the zero value has
 	// none. Cache must be built with NewRegionLoader over the same Regions.
 	Regions Regions
+	// Limiters are the rate limiter and per-client fetch limits of another
+	// Server (its Limiters), so that the Servers of one process draw from
+	// one allowance; Config.RateLimit and Config.FetchLimit are then
+	// unused. nil builds them from Config.
+	Limiters *Limiters
 }
+
+// Limiters are a Server's rate limiter (eureka.server.rate-limiter-*) and
+// per-client fetch limits (goreka.fetch-limit.*), shareable through
+// Deps.Limiters.
+type Limiters struct {
+	rate  *rateLimiter
+	fetch *fetchLimiter // nil when off
+}
+
+// Limiters returns the server's limiters, to share with other Servers.
+func (s *Server) Limiters() *Limiters { return &Limiters{s.limiter, s.fetchLimit} }
 
 // Server is the Eureka REST API.
 type Server struct {
@@ -119,8 +135,12 @@ func New(cfg Config, d Deps) *Server {
 	// (gin's own texts) so that the access log counts their bytes.
 	// The per-client fetch limit comes before the global rate limiter so
 	// that a client refused for its own loop draws no global token.
-	s.limiter = newRateLimiter(cfg.RateLimit, s.now)
-	s.fetchLimit = newFetchLimiter(cfg.FetchLimit, s.now)
+	if d.Limiters != nil {
+		s.limiter, s.fetchLimit = d.Limiters.rate, d.Limiters.fetch
+	} else {
+		s.limiter = newRateLimiter(cfg.RateLimit, s.now)
+		s.fetchLimit = newFetchLimiter(cfg.FetchLimit, s.now)
+	}
 	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate, s.fetchLimit.middleware, s.limiter.middleware)
 	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
 	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })

@@ -199,6 +199,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	}
 	a.log.Info("shutting down")
+	// Before anything stops: a late request creates no namespace whose
+	// loops would join the wait groups below while they are waited.
+	a.ns.close()
 	for _, s := range a.stacks() {
 		s.ops.SetShuttingDown()
 	}

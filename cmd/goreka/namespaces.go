@@ -31,17 +31,31 @@ type namespaces struct {
 	mu    sync.Mutex
 	m     map[string]*stack
 	peers []replication.Peer // the default namespace's peer list
+	// creating are the namespaces being created (Namespace), built and
+	// restored outside mu; a request for one of them waits for it.
+	creating map[string]*creation
 	// Set by start: the contexts and wait groups of run, for the loops
-	// of namespaces created while serving. closed after shutdown began.
+	// of namespaces created while serving.
 	ctx, replCtx context.Context
 	wg, replWG   *sync.WaitGroup
+	// closed is set by close when shutdown begins: no namespace is created
+	// after it, so that no loop is added to a wait group being waited.
+	closed bool
+}
+
+// creation is a namespace being created; done is closed when srv or err
+// is set.
+type creation struct {
+	done chan struct{}
+	srv  *server.Server
+	err  error
 }
 
 var _ server.Namespaces = (*namespaces)(nil)
 
 func newNamespaces(a *app, peers []replication.Peer) (*namespaces, error) {
 	nc := a.cfg.Goreka.Namespaces
-	n := &namespaces{a: a, allowed: map[string]bool{}, m: map[string]*stack{}, peers: peers}
+	n := &namespaces{a: a, allowed: map[string]bool{}, m: map[string]*stack{}, creating: map[string]*creation{}, peers: peers}
 	for _, name := range nc.Allowed {
 		n.allowed[name] = true
 	}
@@ -95,39 +109,90 @@ func snapshotNamespaces(path string) []string {
 }
 
 // Namespace is server.Namespaces: the namespace's server, created when
-// auto-create allows it.
-func (n *namespaces) Namespace(name string) (*server.Server, error) {
+// create is set and auto-create allows it. The stack is built and its
+// snapshot restored without holding n.mu, so that other namespaces' requests
+// do not wait for it; concurrent requests for the same new name wait for
+// the one creation.
+func (n *namespaces) Namespace(name string, create bool) (*server.Server, error) {
 	if name == defaultNamespace {
 		return n.a.srv, nil
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if s := n.m[name]; s != nil {
+		n.mu.Unlock()
 		return s.srv, nil
 	}
+	if c := n.creating[name]; c != nil && create {
+		n.mu.Unlock()
+		<-c.done
+		return c.srv, c.err
+	}
 	nc := n.a.cfg.Goreka.Namespaces
+	var refused error
 	switch {
+	case !create:
+		refused = &server.NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + strconv.Quote(name)}
 	case !nc.AutoCreate:
-		return nil, &server.NamespaceError{Status: http.StatusNotFound,
+		refused = &server.NamespaceError{Status: http.StatusNotFound,
 			Reason: "unknown namespace " + strconv.Quote(name) + ": it is not in goreka.namespaces.allowed and goreka.namespaces.auto-create is off"}
-	case len(n.m) >= nc.Max:
-		return nil, &server.NamespaceError{Status: http.StatusForbidden,
+	case n.closed || n.ctx == nil || n.ctx.Err() != nil:
+		refused = notRunning(name)
+	case len(n.m)+len(n.creating) >= nc.Max:
+		refused = &server.NamespaceError{Status: http.StatusForbidden,
 			Reason: fmt.Sprintf("namespace %q not created: this server has the maximum of %d namespaces (goreka.namespaces.max)", name, nc.Max)}
-	case n.ctx == nil || n.ctx.Err() != nil:
-		return nil, &server.NamespaceError{Status: http.StatusServiceUnavailable, Reason: "namespace " + strconv.Quote(name) + " not created: the server is not running"}
 	}
-	s, err := n.a.newStack(name, n.peersOf(name, n.peers))
-	if err != nil {
-		return nil, &server.NamespaceError{Status: http.StatusInternalServerError, Reason: "namespace " + strconv.Quote(name) + " not created: " + err.Error()}
+	if refused != nil {
+		n.mu.Unlock()
+		return nil, refused
 	}
-	n.m[name] = s
-	n.a.log.Info("namespace created", "namespace", name, "peers", len(s.repl.Peers()))
-	restored := s.startLoops(n.a, n.ctx, n.replCtx, n.wg, n.replWG)
-	// Its reads wait for its start-up sync (eviction's gate), the request
-	// that created it does not.
-	ctx := n.ctx
-	n.wg.Go(func() { s.open(n.a.syncUp(ctx, s), restored) })
-	return s.srv, nil
+	c := &creation{done: make(chan struct{})}
+	n.creating[name] = c
+	peers := n.peers
+	n.mu.Unlock()
+
+	s, err := n.a.newStack(name, n.peersOf(name, peers))
+	restored := 0
+	if err == nil {
+		restored = s.restore()
+	}
+
+	n.mu.Lock()
+	delete(n.creating, name)
+	switch {
+	case err != nil:
+		c.err = &server.NamespaceError{Status: http.StatusInternalServerError, Reason: "namespace " + strconv.Quote(name) + " not created: " + err.Error()}
+	case n.closed || n.ctx.Err() != nil:
+		// Shutdown began while it was built: its loops would be added
+		// to wait groups being waited. Nothing of it runs yet.
+		c.err = notRunning(name)
+	default:
+		if !slices.Equal(peers, n.peers) { // setPeers ran meanwhile
+			s.repl.SetPeers(n.peersOf(name, n.peers))
+		}
+		n.m[name] = s
+		n.a.log.Info("namespace created", "namespace", name, "peers", len(s.repl.Peers()))
+		s.runLoops(n.a, n.ctx, n.replCtx, n.wg, n.replWG)
+		// Its reads wait for its start-up sync (eviction's gate), the
+		// request that created it does not.
+		ctx := n.ctx
+		n.wg.Go(func() { s.open(n.a.syncUp(ctx, s), restored) })
+		c.srv = s.srv
+	}
+	n.mu.Unlock()
+	close(c.done)
+	return c.srv, c.err
+}
+
+func notRunning(name string) error {
+	return &server.NamespaceError{Status: http.StatusServiceUnavailable, Reason: "namespace " + strconv.Quote(name) + " not created: the server is not running"}
+}
+
+// close makes Namespace create no more namespaces (shutdown began); the
+// namespaces being created are dropped before their loops start.
+func (n *namespaces) close() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
 }
 
 // start runs the loops of the namespaces that exist, and lets those

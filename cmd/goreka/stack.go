@@ -81,7 +81,15 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		}
 	}
 	s.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewRegionLoader(s.reg, codecs(cfg), s.regions))
+	// One rate limiter and one set of per-client fetch limits for the
+	// process, as in Eureka (its rate limiter is global): the default
+	// stack's, which every namespace's server shares.
+	var limiters *server.Limiters
+	if name != defaultNamespace {
+		limiters = a.stack.srv.Limiters()
+	}
 	s.srv = server.New(serverConfig(cfg), server.Deps{
+		Limiters: limiters,
 		Regions:  s.regions,
 		Registry: s.reg,
 		Cache:    s.cache,
@@ -108,7 +116,11 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	}
 
 	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
-	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector(), s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
+	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
+	if name == defaultNamespace {
+		// Process-wide, shared by every namespace: served at /metrics.
+		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
+	}
 	if s.regions.Set.Len() > 0 {
 		s.metrics.MustRegister(s.regions.Set.Collector())
 	}
@@ -196,10 +208,24 @@ func (s *stack) onRenew(rn registry.Renewal) {
 // It restores the snapshot first and returns the number of instances
 // restored.
 func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) int {
-	restored := 0
+	restored := s.restore()
+	s.runLoops(a, ctx, replCtx, wg, replWG)
+	return restored
+}
+
+// restore loads the stack's snapshot, if it has one, and returns the number
+// of instances restored. It runs before serving and before the peer sync,
+// whose newer copies win.
+func (s *stack) restore() int {
+	if s.snap == nil {
+		return 0
+	}
+	return s.snap.Restore()
+}
+
+// runLoops is startLoops after restore.
+func (s *stack) runLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) {
 	if s.snap != nil {
-		// Before serving and before the peer sync, whose newer copies win.
-		restored = s.snap.Restore()
 		wg.Go(func() { a.runLoop(ctx, s.loopName("snapshot"), s.snap.Run) })
 	}
 	wg.Go(func() { a.runLoop(ctx, s.loopName("cache"), s.cache.Run) })
@@ -209,7 +235,6 @@ func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *syn
 	wg.Go(func() { a.runLoop(ctx, s.loopName("eviction"), s.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, s.loopName("health"), s.health.Run) })
 	replWG.Go(func() { a.runLoop(replCtx, s.loopName("replication"), s.repl.Run) })
-	return restored
 }
 
 func (s *stack) loopName(loop string) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/registry"
@@ -41,6 +42,8 @@ const (
 // Metrics is goreka's metric set on its own prometheus.Registry.
 type Metrics struct {
 	reg *prometheus.Registry // the process's registry, served by Handler
+	// namespace is the namespace label of this set's series.
+	namespace string
 	// r registers this set's collectors into reg with its namespace label.
 	r prometheus.Registerer
 
@@ -101,7 +104,7 @@ func New(src Sources) *Metrics {
 func (m *Metrics) Namespace(name string, src Sources) *Metrics { return newSet(m.reg, name, src) }
 
 func newSet(reg *prometheus.Registry, namespace string, src Sources) *Metrics {
-	m := &Metrics{reg: reg, r: prometheus.WrapRegistererWith(prometheus.Labels{"namespace": namespace}, reg), apps: make(map[string]*appCounts)}
+	m := &Metrics{reg: reg, namespace: namespace, r: prometheus.WrapRegistererWith(prometheus.Labels{"namespace": namespace}, reg), apps: make(map[string]*appCounts)}
 	m.instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "eureka_server_instances",
 		Help: "Registered instances by application and status (Spring Cloud Netflix's eureka.server.instances).",
@@ -156,9 +159,50 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // prometheus.Registry.MustRegister: that is a wiring bug.
 func (m *Metrics) MustRegister(cs ...prometheus.Collector) { m.r.MustRegister(cs...) }
 
-// Handler serves the Prometheus text (or OpenMetrics) exposition.
+// Handler serves the Prometheus text (or OpenMetrics) exposition: the
+// whole registry for the default namespace's set (every namespace, the
+// runtime's and the process's series: /metrics), only the series of its
+// namespace for another one's (/ns/{name}/metrics), so that a user scoped
+// to a namespace sees nothing of the others.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	var g prometheus.Gatherer = m.reg
+	if m.namespace != DefaultNamespace {
+		g = namespaceGatherer{m.reg, m.namespace}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// namespaceGatherer gathers only the series labelled namespace=ns.
+type namespaceGatherer struct {
+	g  prometheus.Gatherer
+	ns string
+}
+
+func (f namespaceGatherer) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := f.g.Gather()
+	out := mfs[:0]
+	for _, mf := range mfs {
+		kept := mf.Metric[:0]
+		for _, s := range mf.Metric {
+			if hasLabel(s, "namespace", f.ns) {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) > 0 {
+			mf.Metric = kept
+			out = append(out, mf)
+		}
+	}
+	return out, err
+}
+
+func hasLabel(s *dto.Metric, name, value string) bool {
+	for _, l := range s.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue() == value
+		}
+	}
+	return false
 }
 
 func b2i(b bool) int {

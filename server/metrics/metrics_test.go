@@ -337,3 +337,43 @@ func TestNamespaceSeries(t *testing.T) {
 		t.Error("dev's instance counted in the default namespace")
 	}
 }
+
+// TestNamespaceHandler: another namespace's Handler (/ns/{name}/metrics)
+// serves only its own series; the default one's (/metrics) serves all.
+func TestNamespaceHandler(t *testing.T) {
+	m := New(Sources{})
+	dev := m.Namespace("dev", Sources{})
+	staging := m.Namespace("staging", Sources{})
+	up := registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}
+	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "DEVAPP", Lease: up})
+	staging.OnEvent(registry.Event{Kind: registry.EventRegister, App: "SECRETAPP", Lease: up})
+	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "DEFAPP", Lease: up})
+	scrape := func(m *Metrics) string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if rec.Code != 200 {
+			t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	b := scrape(dev)
+	if !strings.Contains(b, `eureka_server_instances{application="DEVAPP",namespace="dev",status="UP"} 1`) ||
+		!strings.Contains(b, `goreka_registrations_total{namespace="dev",replication="false"} 1`) {
+		t.Errorf("dev's exposition lacks its own series:\n%s", b)
+	}
+	for _, leak := range []string{"SECRETAPP", "DEFAPP", `namespace="staging"`, `namespace="default"`, "go_goroutines", "process_"} {
+		if strings.Contains(b, leak) {
+			t.Errorf("dev's exposition holds %q", leak)
+		}
+	}
+	all := scrape(m)
+	for _, want := range []string{"SECRETAPP", "DEFAPP", "DEVAPP", "\ngo_goroutines "} {
+		if !strings.Contains(all, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	// Gathering again is not affected by the filtering of the first.
+	if strings.Contains(scrape(dev), "SECRETAPP") {
+		t.Error("second dev scrape leaks")
+	}
+}
