@@ -173,7 +173,7 @@ func TestRequeueIntoFullQueueResyncs(t *testing.T) {
 	batch, _ := q.take(1, t0) // in flight: x's override
 	q.push(mk(compat.ActionRegister, "y"))
 	q.push(mk(compat.ActionRegister, "z")) // full again while the batch is in flight
-	exp, drop := q.requeue(batch, t0)     // x's batch failed (a 503)
+	exp, drop := q.requeue(batch, t0)      // x's batch failed (a 503)
 	if exp != 0 || drop != 0 {
 		t.Fatalf("requeue: %d expired, %d dropped; want 0, 0", exp, drop)
 	}
