@@ -46,9 +46,24 @@ var errBadResponse = errors.New("unusable response")
 
 type httpClient struct {
 	c        *http.Client
+	sync     *http.Client // GET apps/ of the start-up sync (newHTTPClient)
 	ua       string
 	compress bool
 }
+
+// syncHeaderTimeout is how long the start-up sync waits for a peer's
+// registry to begin, and syncTimeout how long it may take in all. The
+// peer's read timeout (5 s) fits a batch; a whole registry may be built
+// for this one request (a peer at 1M instances encodes 1.1 GB of JSON when
+// no client has read that document since its last change, several seconds)
+// and then travels and inflates (about 4 s at 1M). Eureka's sync reads its
+// embedded client's registry, fetched with the client's 8 s read timeout
+// and retried; goreka's sync is one request per peer per attempt, so it is
+// given room, still bounded, and the start-up context cancels it.
+const (
+	syncHeaderTimeout = 60 * time.Second
+	syncTimeout       = 10 * time.Minute
+)
 
 // newHTTPClient builds the peer client. Java's socket read timeout has no
 // exact Go twin: the read timeout bounds the wait for the response headers
@@ -73,17 +88,24 @@ func newHTTPClient(cfg *Config) *httpClient {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &httpClient{c: c, ua: cfg.UserAgent, compress: cfg.EnableReplicatedRequestCompression}
+	sync := c
+	if cfg.HTTPClient == nil {
+		t := c.Transport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = max(cfg.PeerNodeReadTimeout, syncHeaderTimeout)
+		sync = &http.Client{Transport: t, Timeout: syncTimeout, CheckRedirect: c.CheckRedirect}
+	}
+	return &httpClient{c: c, sync: sync, ua: cfg.UserAgent, compress: cfg.EnableReplicatedRequestCompression}
 }
 
 // do sends one request to a peer and returns the status and the
 // (decompressed) body. A transport error is returned as is.
 func (h *httpClient) do(ctx context.Context, p *Peer, method, path string, body []byte, gz bool) (int, []byte, error) {
-	return h.doLimit(ctx, p, method, path, body, gz, maxResponseBytes)
+	return h.doLimit(ctx, h.c, p, method, path, body, gz, maxResponseBytes)
 }
 
-// doLimit is do reading at most limit bytes of the (inflated) response.
-func (h *httpClient) doLimit(ctx context.Context, p *Peer, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
+// doLimit is do with client c, reading at most limit bytes of the
+// (inflated) response.
+func (h *httpClient) doLimit(ctx context.Context, c *http.Client, p *Peer, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		if gz {
@@ -115,7 +137,7 @@ func (h *httpClient) doLimit(ctx context.Context, p *Peer, method, path string, 
 	if p.auth != "" {
 		req.Header.Set("Authorization", p.auth)
 	}
-	resp, err := h.c.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -162,7 +184,7 @@ func (h *httpClient) sendBatch(ctx context.Context, p *Peer, items []compat.Repl
 }
 
 func (h *httpClient) fetchApps(ctx context.Context, p *Peer) (*registry.Applications, error) {
-	code, b, err := h.doLimit(ctx, p, http.MethodGet, "apps/", nil, false, maxRegistryBytes)
+	code, b, err := h.doLimit(ctx, h.sync, p, http.MethodGet, "apps/", nil, false, maxRegistryBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -163,4 +164,30 @@ func TestSelfRegistrationRoundTrip(t *testing.T) {
 			t.Error("still registered after shutdown")
 		}
 	})
+}
+
+// TestSyncUpWaitsForAPeerBuildingItsRegistry: a peer may build its whole
+// registry for the sync's GET apps/ (seconds at 1M instances), far past the
+// read timeout that bounds a batch; the sync must wait for it (the 1M
+// ladder's joining node gave up after 5 s and opened empty), while a batch
+// to the same peer is still held to the read timeout.
+func TestSyncUpWaitsForAPeerBuildingItsRegistry(t *testing.T) {
+	t.Parallel()
+	const readTimeout, build = 50 * time.Millisecond, 400 * time.Millisecond
+	fake := peertest.New(t)
+	fake.Registry().Register(instance("ORDERS", "a", time.Now()), false)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(build)
+		fake.Server.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	reg := registry.New(registry.Options{})
+	rep := New(Config{Logger: testLogger(t), Seed: 1, PeerNodeReadTimeout: readTimeout, PeerNodeConnectTimeout: time.Second},
+		reg, []Peer{mustPeer(t, slow.URL+"/eureka/")})
+	if n, err := rep.SyncUp(t.Context(), 1, time.Hour); err != nil || n != 1 {
+		t.Fatalf("SyncUp from a peer answering after %v (read timeout %v) = %d, %v; want 1", build, readTimeout, n, err)
+	}
+	if _, err := rep.client.sendBatch(t.Context(), &rep.list()[0].peer, nil); err == nil {
+		t.Fatalf("a batch waited %v for a peer with a read timeout of %v", build, readTimeout)
+	}
 }
