@@ -227,14 +227,7 @@ func TestRemoteGoneKeepsLastCopy(t *testing.T) {
 }
 
 func TestHangingRegionIsBounded(t *testing.T) {
-	block := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-block:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(func() { close(block); srv.Close() })
+	srv := hangingServer(t)
 	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", ReadTimeout: 200 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -403,14 +396,7 @@ func TestFetchBackoff(t *testing.T) {
 // request and trickles nothing is abandoned after one fetch interval, with
 // an error the backoff counts as a timeout.
 func TestFetchAbandonedAfterAnIntervalBacksOff(t *testing.T) {
-	block := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-block:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(func() { close(block); srv.Close() })
+	srv := hangingServer(t)
 	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", FetchInterval: 300 * time.Millisecond,
 		ReadTimeout: time.Minute, ConnectTimeout: time.Second})
 	if err != nil {
@@ -423,4 +409,18 @@ func TestFetchAbandonedAfterAnIntervalBacksOff(t *testing.T) {
 	if d := nextDelay(r.cfg.FetchInterval, r.cfg.FetchInterval, err); d != 2*r.cfg.FetchInterval {
 		t.Fatalf("delay after %v = %v, want two intervals", err, d)
 	}
+}
+
+// hangingServer accepts every request and answers none until the client
+// gives up or the test ends.
+func hangingServer(t *testing.T) *httptest.Server {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(block); srv.Close() })
+	return srv
 }
