@@ -51,19 +51,13 @@ type httpClient struct {
 	compress bool
 }
 
-// syncHeaderTimeout is how long the start-up sync waits for a peer's
-// registry to begin, and syncTimeout how long it may take in all. The
-// peer's read timeout (5 s) fits a batch; a whole registry may be built
-// for this one request (a peer at 1M instances encodes 1.1 GB of JSON when
-// no client has read that document since its last change, several seconds)
-// and then travels and inflates (about 4 s at 1M). Eureka's sync reads its
-// embedded client's registry, fetched with the client's 8 s read timeout
-// and retried; goreka's sync is one request per peer per attempt, so it is
-// given room, still bounded, and the start-up context cancels it.
-const (
-	syncHeaderTimeout = 60 * time.Second
-	syncTimeout       = 10 * time.Minute
-)
+// syncTimeout bounds the start-up sync's GET apps/ in all. The peer's
+// read timeout still bounds the wait for its headers (a hung peer costs one
+// read timeout, as a batch would), but the whole call of a batch (connect +
+// 2 x read) is far too short for a whole registry: 50 MB of gzip that
+// inflate to 1.1 GB of JSON at 1M instances. The start-up context cancels
+// it too.
+const syncTimeout = 10 * time.Minute
 
 // newHTTPClient builds the peer client. Java's socket read timeout has no
 // exact Go twin: the read timeout bounds the wait for the response headers
@@ -90,9 +84,7 @@ func newHTTPClient(cfg *Config) *httpClient {
 	}
 	sync := c
 	if cfg.HTTPClient == nil {
-		t := c.Transport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = max(cfg.PeerNodeReadTimeout, syncHeaderTimeout)
-		sync = &http.Client{Transport: t, Timeout: syncTimeout, CheckRedirect: c.CheckRedirect}
+		sync = &http.Client{Transport: c.Transport, Timeout: syncTimeout, CheckRedirect: c.CheckRedirect}
 	}
 	return &httpClient{c: c, sync: sync, ua: cfg.UserAgent, compress: cfg.EnableReplicatedRequestCompression}
 }
