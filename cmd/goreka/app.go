@@ -102,7 +102,11 @@ func peerURLs(cfg *config.Config) []string {
 }
 
 // StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
-func (a *app) StatusInfo() server.StatusInfo {
+func (a *app) StatusInfo() server.StatusInfo { return a.statusInfo(a.repl) }
+
+// statusInfo is StatusInfo with the replicas of repl: a namespace's status
+// page lists its own (stackStatus).
+func (a *app) statusInfo(repl *replication.Replicator) server.StatusInfo {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	uptime := a.now().Sub(a.started)
@@ -115,7 +119,7 @@ func (a *app) StatusInfo() server.StatusInfo {
 			{"server-uptime", formatUptime(uptime)},
 		},
 	}
-	reg, avail, unavail := a.repl.Replicas()
+	reg, avail, unavail := repl.Replicas()
 	st.Application = server.ReplicaStats(reg, avail, unavail)
 	// This server's own instance is the coordinating discovery server here
 	// (what it registers with its peers says false: each server decides).

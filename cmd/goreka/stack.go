@@ -281,9 +281,4 @@ type stackStatus struct {
 	s *stack
 }
 
-func (st stackStatus) StatusInfo() server.StatusInfo {
-	info := st.a.StatusInfo()
-	reg, avail, unavail := st.s.repl.Replicas()
-	info.Application = server.ReplicaStats(reg, avail, unavail)
-	return info
-}
+func (st stackStatus) StatusInfo() server.StatusInfo { return st.a.statusInfo(st.s.repl) }
