@@ -62,18 +62,7 @@ func BenchmarkRebuildWithRegion(b *testing.B) {
 				}
 				return len(v.Gzip)
 			}
-			size := build()
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				i++
-				in := springInstance(i%n, n/50, time.UnixMilli(1764500000000+int64(i)))
-				if _, err := reg.Register(in, false); err != nil {
-					b.Fatal(err)
-				}
-				size = build()
-			}
-			b.ReportMetric(float64(size), "gzip-bytes")
+			benchRebuildAfterEachChange(b, reg, n, build)
 		})
 	}
 }
