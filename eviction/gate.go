@@ -20,6 +20,21 @@ func (e *Evictor) OpenAfterSync(synced int) {
 	e.OpenForTraffic(count)
 }
 
+// OpenAfterStartup is OpenAfterSync at the end of goreka's start-up, which
+// may have restored restored instances from its warm-restart snapshot
+// before the sync copied synced. When no peer answered (or there are none)
+// and the snapshot restored instances, its renewing leases are the best
+// estimate of the clients that will renew. When peers answered, their
+// count wins, as in Eureka: restored instances that died while this node
+// was down are not counted, so they cannot hold self-preservation on and
+// keep themselves from being evicted.
+func (e *Evictor) OpenAfterStartup(synced, restored int) {
+	if restored > 0 && synced == 0 {
+		synced = e.reg.Renewing()
+	}
+	e.OpenAfterSync(synced)
+}
+
 // AllowAccess is Eureka's shouldAllowAccess, the gate in front of registry
 // reads (they answer 403 while it is false). After a start-up that expected
 // no clients (the sync copied nothing and DefaultOpenForTrafficCount is 0,

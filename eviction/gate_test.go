@@ -46,6 +46,33 @@ func TestOpenAfterSyncExpectedClients(t *testing.T) {
 	}
 }
 
+// After a warm restart the snapshot's renewing leases are the expected
+// clients when the sync copied nothing; a sync that copied instances wins,
+// and without a snapshot the empty sync's rule applies.
+func TestOpenAfterStartupRestored(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		synced, restored int
+		want             int
+	}{
+		{"restored, no peer answered", 0, 3, 3},
+		{"restored, peers answered", 2, 3, 2},
+		{"nothing restored, empty sync", 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newGateEnv(t, 1, 5*time.Minute)
+			for _, id := range []string{"a", "b", "c"} {
+				e.register("APP", id, 90*time.Second)
+			}
+			e.ev.OpenAfterStartup(tc.synced, tc.restored)
+			if got := e.reg.ExpectedClients(); got != tc.want {
+				t.Fatalf("expected clients = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // After an empty start-up with nothing standing in for it, reads are
 // refused until wait-time-in-ms-when-sync-empty has passed (strictly after,
 // like Java's currentTimeMillis() > startupTime + wait); otherwise they

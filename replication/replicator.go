@@ -683,6 +683,7 @@ func (r *Replicator) Flush(ctx context.Context) error {
 // PeerStatus is the replication state of one peer.
 type PeerStatus struct {
 	URL         string        // scrubbed
+	Host        string        // the URL's host (Peer.Host)
 	State       string        // "up", "backing off" or "failing"
 	QueueDepth  int           // pending tasks
 	Lag         time.Duration // age of the oldest pending task
@@ -722,7 +723,7 @@ func (r *Replicator) Status() []PeerStatus {
 	for _, p := range peers {
 		p.mu.Lock()
 		s := PeerStatus{
-			URL: p.peer.URL, State: "up", QueueDepth: p.q.len(),
+			URL: p.peer.URL, Host: p.peer.Host, State: "up", QueueDepth: p.q.len(),
 			BatchesSent: p.st.batches, ItemsSent: p.st.items,
 			Failures: Failures{Congestion: p.st.congestion, Network: p.st.network, Rejected: p.st.rejected,
 				BadResponse: p.st.badResp, Items: p.st.itemFail},

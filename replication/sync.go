@@ -10,6 +10,25 @@ import (
 	"github.com/goreka/goreka/registry"
 )
 
+// StartupSync is the start-up sync goreka runs before serving: SyncUp with
+// retries attempts (eureka.server.registry-sync-retries) and wait between
+// them, but at least one attempt when there are peers (Spring's
+// registry-sync-retries=0 makes none), so that a restarted node serves the
+// whole registry from its first request. It logs the outcome and returns
+// the number of instances copied; without peers it does nothing.
+func (r *Replicator) StartupSync(ctx context.Context, retries int, wait time.Duration) int {
+	if len(r.list()) == 0 {
+		return 0
+	}
+	n, err := r.SyncUp(ctx, max(1, retries), wait)
+	if err != nil {
+		r.log.Warn("start-up sync with peers incomplete", "copied", n, "err", err)
+	} else {
+		r.log.Info("start-up sync with peers done", "copied", n)
+	}
+	return n
+}
+
 // SyncUp is Eureka's start-up sync: up to attempts tries (Eureka's
 // eureka.server.registry-sync-retries, so 0 means no sync, as in Eureka),
 // stopping after the first try that copied something and sleeping wait

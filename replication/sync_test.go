@@ -93,6 +93,30 @@ func TestSyncUpGivesUp(t *testing.T) {
 	}
 }
 
+// The start-up sync makes one attempt even when registry-sync-retries is 0
+// (Eureka's would make none), and none without peers.
+func TestStartupSyncAttemptsAtLeastOnce(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	fake.RequireBasicAuth("u", "p") // every fetch 401
+	_, rep := wired(t, Config{}, fake)
+	rep.sleep = func(context.Context, time.Duration) error { t.Error("slept"); return nil }
+	if n := rep.StartupSync(t.Context(), 0, time.Second); n != 0 || len(fake.Requests()) != 1 {
+		t.Errorf("StartupSync = %d after %d requests, want 0 after 1", n, len(fake.Requests()))
+	}
+	_, alone := wired(t, Config{})
+	if n := alone.StartupSync(t.Context(), 5, time.Second); n != 0 {
+		t.Errorf("StartupSync without peers = %d", n)
+	}
+
+	ok := peertest.New(t)
+	ok.Registry().Register(instance("APP", "i-1", time.UnixMilli(1_700_000_000_000)), false)
+	reg, rep := wired(t, Config{}, ok)
+	if n := rep.StartupSync(t.Context(), 0, time.Second); n != 1 || reg.Size() != 1 {
+		t.Errorf("StartupSync = %d, registry %d, want 1 and 1", n, reg.Size())
+	}
+}
+
 func TestSelfInstance(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_000)
