@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -15,7 +16,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
 )
 
 // The dashboard is Spring's Eureka status page (SC §B5) with the same
@@ -41,27 +46,21 @@ var dashboardTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"join": strings.Join,
 }).ParseFS(webFS, "web/templates/*.html"))
 
-// DashboardData is what the dashboard shows besides the registry itself.
-// The caller fills it from configuration, the eviction job and replication.
+// DashboardData is what the dashboard shows besides the registry itself,
+// in the types of the packages that own each part (DashboardState builds
+// it from them).
 type DashboardData struct {
 	Environment string // eureka.environment
 	Datacenter  string // eureka.datacenter
 	Now         time.Time
 	Uptime      time.Duration
 
-	// Self-preservation, as eviction.Status reports it.
-	SelfPreservationEnabled bool
-	LeaseExpirationEnabled  bool
-	RenewsThreshold         int
-	RenewsLastMinute        int64
-	ExpectedClients         int
-	// Banner is Spring's red banner text, "" for none.
-	Banner string
-	// RenewsHistory is renewals per minute over the last hour, oldest first.
-	RenewsHistory []registry.MinuteCount
-
-	// Peers are the other Eureka servers, in configuration order.
-	Peers []DashboardPeer
+	// SelfPreservation is the eviction job's state: the system status,
+	// Spring's red banner and the renewals chart.
+	SelfPreservation eviction.Status
+	// Peers are the other Eureka servers' replication state, in
+	// configuration order.
+	Peers []replication.PeerStatus
 	// Registered, available and unavailable replicas (peer URLs, scrubbed).
 	RegisteredReplicas, AvailableReplicas, UnavailableReplicas []string
 
@@ -72,15 +71,10 @@ type DashboardData struct {
 	// InstanceInfo are the rows of "Instance Info" (ipAddr, status).
 	InstanceInfo [][2]string
 
-	// HealthAlert is the health probes' guard banner, "" for none.
-	HealthAlert string
-	// Lifecycle counts the instances per lifecycle state (up, suspect,
-	// held, gone), in display order; nil hides the section.
-	Lifecycle []DashboardCount
-	// LifecycleInstances are the instances worth a look (held, suspect,
-	// gone, probed or reported first), LifecycleMore how many are left out.
-	LifecycleInstances []DashboardLifecycle
-	LifecycleMore      int
+	// Health is the health probes' state: its Alert is the guard's banner.
+	Health health.Status
+	// Lifecycle is the instances' lifecycle; nil hides the section.
+	Lifecycle *health.Lifecycle
 
 	// Namespace is the namespace this dashboard shows ("" or "default":
 	// the default one), PathPrefix the path its server is reached under
@@ -99,14 +93,14 @@ type DashboardNamespace struct {
 	Current bool   `json:"current"`
 }
 
-// DashboardCount is one state's count.
-type DashboardCount struct {
+// lifecycleCount is one state's count.
+type lifecycleCount struct {
 	State string `json:"state"`
 	Count int    `json:"count"`
 }
 
-// DashboardLifecycle is one instance's lifecycle row.
-type DashboardLifecycle struct {
+// lifecycleRow is one instance's lifecycle row.
+type lifecycleRow struct {
 	App           string `json:"app"`
 	ID            string `json:"instanceId"`
 	State         string `json:"state"`
@@ -114,19 +108,6 @@ type DashboardLifecycle struct {
 	LastHeartbeat string `json:"lastHeartbeat"` // for gone: when it went
 	LastProbe     string `json:"lastProbe"`     // "" if never: "2026-... MST: HTTP 503 (2 failures)"
 	Note          string `json:"note"`          // DOWN by probe reason, last report
-}
-
-// DashboardPeer is one peer's replication health.
-type DashboardPeer struct {
-	URL  string // credentials scrubbed
-	Host string
-	// State is "up", "backing off" or "failing".
-	State       string
-	QueueDepth  int
-	Lag         time.Duration // age of the oldest pending task
-	LastSuccess time.Time
-	LastError   string
-	LastErrorAt time.Time
 }
 
 // DashboardSource supplies DashboardData; it is called once per page view
@@ -197,7 +178,8 @@ func (d *dashboard) page(c *gin.Context, name, path string) {
 				return
 			}
 		}
-		c.Data(http.StatusNotFound, "text/plain; charset=UTF-8", []byte("unknown namespace "+quote(ns)))
+		err := namespace.Unknown(ns)
+		c.Data(errorStatus(err), "text/plain; charset=UTF-8", []byte(err.Error()))
 		return
 	}
 	v.Page = name
@@ -241,7 +223,7 @@ type pageView struct {
 	Data      DashboardData
 	Time      string
 	Uptime    string
-	Replicas  []DashboardPeer // DS Replicas list, one per host
+	Replicas  []replication.PeerStatus // DS Replicas list, one per host
 	Peers     []peerView
 	General   [][2]string
 	Apps      []appView
@@ -254,6 +236,13 @@ type pageView struct {
 	Registered, Cancelled []lastNRow
 	// Regions are the remote regions (regions.go), nil when none.
 	Regions []regionView
+
+	// Lifecycle counts the instances per lifecycle state in display
+	// order (nil hides the section); LifecycleInstances are the rows of
+	// the instances worth a look, LifecycleMore how many are left out.
+	Lifecycle          []lifecycleCount
+	LifecycleInstances []lifecycleRow
+	LifecycleMore      int
 }
 
 // regionView is one remote region's row.
@@ -360,7 +349,8 @@ func (d *dashboard) view(withApps bool) pageView {
 	}
 	v.General = append(slices.Clone(data.GeneralInfo),
 		ReplicaStats(data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas)...)
-	v.Chart = newChart(data.RenewsHistory, data.RenewsThreshold)
+	v.Chart = newChart(data.SelfPreservation.RenewsHistory, data.SelfPreservation.Threshold)
+	v.lifecycle(data.Lifecycle, data.Now)
 	v.Regions = regionViews(d.s.regions, data.Now)
 	if withApps {
 		all := d.s.reg.Applications()
@@ -374,6 +364,39 @@ func (d *dashboard) view(withApps bool) pageView {
 		v.Revision = d.s.reg.Revision()
 	}
 	return v
+}
+
+// lifecycle lays out the lifecycle section: the counts in display order,
+// the rows with their last probe and note.
+func (v *pageView) lifecycle(lc *health.Lifecycle, now time.Time) {
+	if lc == nil {
+		return
+	}
+	for _, st := range health.States {
+		v.Lifecycle = append(v.Lifecycle, lifecycleCount{State: string(st), Count: lc.Counts[st]})
+	}
+	v.LifecycleMore = lc.Truncated
+	for _, e := range lc.Entries {
+		row := lifecycleRow{App: e.App, ID: e.ID, State: string(e.State), Status: string(e.Status),
+			LastHeartbeat: e.LastHeartbeat.Format(leaseTimeFormat)}
+		if p := e.Probe; p != nil {
+			if !p.LastAt.IsZero() {
+				row.LastProbe = fmt.Sprintf("%s: %s", p.LastAt.Format(leaseTimeFormat), p.Last.Detail)
+				if p.Failures > 1 {
+					row.LastProbe += fmt.Sprintf(" (%d failures)", p.Failures)
+				}
+			}
+			row.Note = p.DownReason
+			if p.Reports > 0 {
+				if row.Note != "" {
+					row.Note += "; "
+				}
+				row.Note += fmt.Sprintf("%d report(s), last %s ago from %s: %s", p.Reports,
+					now.Sub(p.LastReport).Round(time.Second), p.Reporter, p.Reason)
+			}
+		}
+		v.LifecycleInstances = append(v.LifecycleInstances, row)
+	}
 }
 
 // statusOrder orders the status groups of an application (Spring's come
@@ -466,27 +489,6 @@ func lastNRows(l []registry.LastN) []lastNRow {
 	return out
 }
 
-// formatUptime is Eureka's StatusInfo.getUpTime: "HH:MM", with "1 day " or
-// "N days " before.
-func formatUptime(d time.Duration) string {
-	days := int(d.Hours()) / 24
-	s := twoDigits(int(d.Hours())%24) + ":" + twoDigits(int(d.Minutes())%60)
-	switch {
-	case days == 1:
-		return "1 day " + s
-	case days > 1:
-		return strconv.Itoa(days) + " days " + s
-	}
-	return s
-}
-
-func twoDigits(n int) string {
-	if n < 10 {
-		return "0" + strconv.Itoa(n)
-	}
-	return strconv.Itoa(n)
-}
-
 func formatLag(d time.Duration) string {
 	if d <= 0 {
 		return "0s"
@@ -571,11 +573,11 @@ type dashboardJSON struct {
 	Instances               int           `json:"instances"`
 	Revision                int64         `json:"revision"`
 
-	HealthAlert        string               `json:"healthAlert,omitempty"`
-	Lifecycle          []DashboardCount     `json:"lifecycle,omitempty"`
-	LifecycleInstances []DashboardLifecycle `json:"lifecycleInstances,omitempty"`
-	LifecycleMore      int                  `json:"lifecycleMore,omitempty"`
-	RemoteRegions      []regionView         `json:"remoteRegions,omitempty"`
+	HealthAlert        string           `json:"healthAlert,omitempty"`
+	Lifecycle          []lifecycleCount `json:"lifecycle,omitempty"`
+	LifecycleInstances []lifecycleRow   `json:"lifecycleInstances,omitempty"`
+	LifecycleMore      int              `json:"lifecycleMore,omitempty"`
+	RemoteRegions      []regionView     `json:"remoteRegions,omitempty"`
 }
 
 type replicaJSON struct {
@@ -590,16 +592,16 @@ type appJSON struct {
 
 // JSON is the page's data as the live refresh reads it.
 func (v pageView) JSON() dashboardJSON {
-	d := v.Data
+	d, sp := v.Data, v.Data.SelfPreservation
 	j := dashboardJSON{
 		Time: v.Time, Uptime: v.Uptime, Environment: d.Environment, Datacenter: d.Datacenter,
-		SelfPreservationEnabled: d.SelfPreservationEnabled, LeaseExpirationEnabled: d.LeaseExpirationEnabled,
-		RenewsThreshold: d.RenewsThreshold, RenewsLastMinute: d.RenewsLastMinute, ExpectedClients: d.ExpectedClients,
-		Banner: d.Banner, RenewsHistory: make([]int64, len(d.RenewsHistory)),
+		SelfPreservationEnabled: sp.SelfPreservationEnabled, LeaseExpirationEnabled: sp.LeaseExpirationEnabled,
+		RenewsThreshold: sp.Threshold, RenewsLastMinute: sp.RenewsLastMinute, ExpectedClients: sp.ExpectedClients,
+		Banner: sp.Banner, RenewsHistory: make([]int64, len(sp.RenewsHistory)),
 		Replicas: []replicaJSON{}, Peers: v.Peers, GeneralInfo: v.General, InstanceInfo: d.InstanceInfo,
 		Applications: make([]appJSON, len(v.Apps)), Instances: v.Instances, Revision: v.Revision,
 	}
-	j.HealthAlert, j.Lifecycle, j.LifecycleInstances, j.LifecycleMore = d.HealthAlert, d.Lifecycle, d.LifecycleInstances, d.LifecycleMore
+	j.HealthAlert, j.Lifecycle, j.LifecycleInstances, j.LifecycleMore = d.Health.Alert, v.Lifecycle, v.LifecycleInstances, v.LifecycleMore
 	j.RemoteRegions = v.Regions
 	if j.Peers == nil {
 		j.Peers = []peerView{}
@@ -607,7 +609,7 @@ func (v pageView) JSON() dashboardJSON {
 	if j.InstanceInfo == nil {
 		j.InstanceInfo = [][2]string{}
 	}
-	for i, m := range d.RenewsHistory {
+	for i, m := range sp.RenewsHistory {
 		j.RenewsHistory[i] = m.Count
 	}
 	for _, p := range v.Replicas {

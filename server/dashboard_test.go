@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
 )
 
 var dashNow = time.Date(2026, 11, 30, 21, 14, 38, 0, time.UTC)
@@ -49,11 +52,13 @@ func fixedRegistry(t *testing.T) *registry.Registry {
 func fixedData() DashboardData {
 	return DashboardData{
 		Environment: "test", Datacenter: "default", Now: dashNow, Uptime: 26*time.Hour + 5*time.Minute,
-		SelfPreservationEnabled: true, LeaseExpirationEnabled: false, RenewsThreshold: 5, RenewsLastMinute: 2,
-		ExpectedClients: 3,
-		Banner:          "EMERGENCY! EUREKA MAY BE INCORRECTLY CLAIMING INSTANCES ARE UP WHEN THEY'RE NOT. RENEWALS ARE LESSER THAN THRESHOLD AND HENCE THE INSTANCES ARE NOT BEING EXPIRED JUST TO BE SAFE.",
-		RenewsHistory:   []registry.MinuteCount{{Minute: dashNow.Add(-2 * time.Minute), Count: 6}, {Minute: dashNow.Add(-time.Minute), Count: 2}},
-		Peers: []DashboardPeer{
+		SelfPreservation: eviction.Status{
+			SelfPreservationEnabled: true, LeaseExpirationEnabled: false, Threshold: 5, RenewsLastMinute: 2,
+			ExpectedClients: 3,
+			Banner:          "EMERGENCY! EUREKA MAY BE INCORRECTLY CLAIMING INSTANCES ARE UP WHEN THEY'RE NOT. RENEWALS ARE LESSER THAN THRESHOLD AND HENCE THE INSTANCES ARE NOT BEING EXPIRED JUST TO BE SAFE.",
+			RenewsHistory:   []registry.MinuteCount{{Minute: dashNow.Add(-2 * time.Minute), Count: 6}, {Minute: dashNow.Add(-time.Minute), Count: 2}},
+		},
+		Peers: []replication.PeerStatus{
 			{URL: "http://peer1:8761/eureka/", Host: "peer1", State: "up", LastSuccess: dashNow.Add(-3 * time.Second)},
 			{URL: "http://peer2:8762/eureka/", Host: "peer2", State: "failing", QueueDepth: 4, Lag: 12 * time.Second,
 				LastError: "connection refused", LastErrorAt: dashNow.Add(-time.Second)},
@@ -224,7 +229,7 @@ func TestDashboardAPI(t *testing.T) {
 
 func TestDashboardEmptyAndNoBanner(t *testing.T) {
 	d := fixedData()
-	d.Banner, d.Peers = "", nil
+	d.SelfPreservation.Banner, d.Peers = "", nil
 	reg := registry.New(registry.Options{Now: func() time.Time { return dashNow }})
 	s := newDashServer(t, reg, "/", d)
 	body := get(t, s, "/").Body.String()
@@ -373,16 +378,21 @@ func TestRootRel(t *testing.T) {
 // gives, escaped, in the page and the live data.
 func TestDashboardLifecycle(t *testing.T) {
 	d := fixedData()
-	d.HealthAlert = "HEALTH PROBES SUSPENDED"
-	d.Lifecycle = []DashboardCount{{"up", 60}, {"suspect", 1}, {"held", 20}, {"gone", 20}}
-	d.LifecycleInstances = []DashboardLifecycle{{App: "SVC", ID: "a<b", State: "held", Status: "UP",
-		LastHeartbeat: "2026-03-01 12:00:00 UTC", LastProbe: "2026-03-01 12:05:00 UTC: HTTP 200", Note: "DOWN by probe: 3 failures, connection refused"}}
+	d.Health.Alert = "HEALTH PROBES SUSPENDED"
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	d.Lifecycle = &health.Lifecycle{
+		Counts: map[health.State]int{health.Up: 60, health.Suspect: 1, health.Held: 20, health.Gone: 20},
+		Entries: []health.Entry{{App: "SVC", ID: "a<b", State: health.Held, Status: registry.StatusUp, LastHeartbeat: at,
+			Probe: &health.Probe{LastAt: at.Add(5 * time.Minute), Last: health.Result{Detail: "HTTP 200"}, Failures: 1,
+				DownReason: "DOWN by probe: 3 failures, connection refused"}}},
+	}
 	s := newDashServer(t, fixedRegistry(t), "/", d)
 	body := get(t, s, "/").Body.String()
 	mustContain(t, body, `<div id="healthAlert">`, "HEALTH PROBES SUSPENDED", "<h2>Instance lifecycle</h2>",
 		"<b>held</b> 20", "a&lt;b", "DOWN by probe: 3 failures, connection refused")
 	api := get(t, s, dashboardAPIPath).Body.String()
-	mustContain(t, api, `"healthAlert":"HEALTH PROBES SUSPENDED"`, `{"state":"held","count":20}`, `"note":"DOWN by probe: 3 failures, connection refused"`)
+	mustContain(t, api, `"healthAlert":"HEALTH PROBES SUSPENDED"`, `{"state":"held","count":20}`, `"note":"DOWN by probe: 3 failures, connection refused"`,
+		`"lastHeartbeat":"2026-03-01 12:00:00 UTC","lastProbe":"2026-03-01 12:05:00 UTC: HTTP 200"`)
 }
 
 // A static registration is marked on the page and in the live data; an

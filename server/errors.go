@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -20,7 +21,16 @@ import (
 //   - *registry.ValidationError: 400 (Eureka answers some of these with 500,
 //     a caller's mistake is a 400 here so the sender's logs say what is wrong)
 //   - *registry.LimitError: 403 with the reason (goreka.namespaces.max-instances)
-//   - anything else: 500
+//
+// and the namespace package's refusals, which the /ns/{name}/ router
+// answers with their reason (serveNamespace):
+//
+//   - namespace.ErrInvalidName: 400
+//   - namespace.ErrUnknown: 404
+//   - namespace.ErrLimit: 403 (goreka.namespaces.max)
+//   - namespace.ErrClosed: 503, the server is shutting down
+//
+// Anything else is a 500.
 func statusOf(err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -46,6 +56,14 @@ func errorStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.As(err, &limit):
 		return http.StatusForbidden
+	case errors.Is(err, namespace.ErrInvalidName):
+		return http.StatusBadRequest
+	case errors.Is(err, namespace.ErrUnknown):
+		return http.StatusNotFound
+	case errors.Is(err, namespace.ErrLimit):
+		return http.StatusForbidden
+	case errors.Is(err, namespace.ErrClosed):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/goreka/goreka/namespace"
 )
 
 // NamespacePrefix starts the path of every namespace but the default one:
@@ -17,49 +19,16 @@ const NamespacePrefix = "/ns/"
 // Namespaces finds the Server of a namespace (SetNamespaces).
 type Namespaces interface {
 	// Namespace returns the server of the named namespace (a valid name,
-	// ValidateNamespace), creating it when create is set and that is
-	// allowed. Its error is a *NamespaceError saying why not (404 for an
-	// unknown name without create).
+	// namespace.Validate), creating it when create is set and that is
+	// allowed. Its error says why not: one of the namespace package's
+	// refusals (namespace.ErrUnknown for an unknown name without create),
+	// which errorStatus maps to its status.
 	Namespace(name string, create bool) (*Server, error)
 }
 
-// NamespaceError is a namespace a request may not use: Status is the HTTP
-// status (404 unknown, 403 over a limit, 503 shutting down) and Reason
-// the plain-text body, naming the namespace.
-type NamespaceError struct {
-	Status int
-	Reason string
-}
-
-func (e *NamespaceError) Error() string { return e.Reason }
-
-// ValidateNamespace checks a namespace name: a DNS label (RFC 1123) in
-// lower case, 1 to 63 letters, digits and '-', neither first nor last.
-// The error says what is wrong.
-func ValidateNamespace(name string) error {
-	switch {
-	case name == "":
-		return &NamespaceError{http.StatusBadRequest, "namespace name is empty"}
-	case len(name) > 63:
-		return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) + " is longer than 63 characters"}
-	case name[0] == '-' || name[len(name)-1] == '-':
-		return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) + " starts or ends with '-'"}
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return &NamespaceError{http.StatusBadRequest, "namespace name " + quote(name) +
-				" may only hold lower-case letters, digits and '-' (a DNS label)"}
-		}
-	}
-	return nil
-}
-
-func quote(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "..."
-	}
-	return `"` + strings.ToValidUTF8(s, "?") + `"`
-}
+// ValidateNamespace is namespace.Validate, for goreka ctl until it has a
+// package of its own (issue 25).
+func ValidateNamespace(name string) error { return namespace.Validate(name) }
 
 // SetNamespaces makes the server answer /ns/{name}/... by handing the
 // request, with the prefix taken off, to the namespace's own Server. Call
@@ -80,7 +49,7 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	if isHealth("/" + rest) {
 		// Probes never need credentials (as /actuator/health*), and
 		// they create no namespace: an unknown one is a 404.
-		if err := ValidateNamespace(name); err != nil {
+		if err := namespace.Validate(name); err != nil {
 			s.namespaceError(w, r, err, start)
 			return
 		}
@@ -103,14 +72,14 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := ValidateNamespace(name); err != nil {
+	if err := namespace.Validate(name); err != nil {
 		s.namespaceError(w, r, err, start)
 		return
 	}
 	// A user scoped to other namespaces is refused before any lookup: it
 	// creates nothing, and its 403 is the same whether name exists or not.
 	if p != nil && p.namespaces != nil && !slices.Contains(p.namespaces, name) {
-		s.namespaceError(w, r, &NamespaceError{http.StatusForbidden, "user " + p.name + " may not use namespace " + name}, start)
+		s.namespaceRefused(w, r, http.StatusForbidden, "user "+p.name+" may not use namespace "+name, start)
 		return
 	}
 	ns, err := s.namespaces.Namespace(name, true)
@@ -128,11 +97,13 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	ns.ServeHTTP(w, r)
 }
 
+// namespaceError answers a refusal of the namespace package (or a failed
+// creation, a 500) with its status (errorStatus) and its reason.
 func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
-	code, msg := http.StatusInternalServerError, err.Error()
-	if ne, ok := err.(*NamespaceError); ok {
-		code = ne.Status
-	}
+	s.namespaceRefused(w, r, errorStatus(err), err.Error(), start)
+}
+
+func (s *Server) namespaceRefused(w http.ResponseWriter, r *http.Request, code int, msg string, start time.Time) {
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(msg))

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/goreka/goreka/namespace"
 )
 
 // nsMap is a fixed set of namespaces for the router.
@@ -13,29 +15,7 @@ func (m nsMap) Namespace(name string, _ bool) (*Server, error) {
 	if s := m[name]; s != nil {
 		return s, nil
 	}
-	return nil, &NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + name}
-}
-
-func TestValidateNamespace(t *testing.T) {
-	for _, ok := range []string{"dev", "a", "team-1", "0a", strings.Repeat("x", 63)} {
-		if err := ValidateNamespace(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for name, want := range map[string]string{
-		"":                      "empty",
-		"Dev":                   "lower-case",
-		"-dev":                  "starts or ends",
-		"dev-":                  "starts or ends",
-		"d.v":                   "lower-case",
-		"dév":                   "lower-case",
-		strings.Repeat("x", 64): "longer than 63",
-	} {
-		err := ValidateNamespace(name)
-		if err == nil || !strings.Contains(err.Error(), want) || err.(*NamespaceError).Status != http.StatusBadRequest {
-			t.Errorf("%q: %v, want a 400 saying %q", name, err, want)
-		}
-	}
+	return nil, namespace.Unknown(name)
 }
 
 // TestNamespaceRouting: /ns/{name}/ goes to the namespace's server with
@@ -67,7 +47,7 @@ func TestNamespaceRouting(t *testing.T) {
 	// No or wrong credentials: 401, whatever the name.
 	expect(t, def.do(t, "GET", "/ns/nope/eureka/apps", "", ""), 401, "")
 	expect(t, def.do(t, "GET", "/ns/Bad/eureka/apps", "dev:wrong", ""), 401, "")
-	expect(t, def.do(t, "GET", "/ns/nope/eureka/apps", "all:a", ""), 404, "unknown namespace nope")
+	expect(t, def.do(t, "GET", "/ns/nope/eureka/apps", "all:a", ""), 404, `unknown namespace "nope"`)
 	if w := def.do(t, "GET", "/ns/Bad/eureka/apps", "all:a", ""); w.Code != 400 || !strings.Contains(w.Body.String(), `"Bad"`) {
 		t.Fatalf("bad name: %d %q", w.Code, w.Body)
 	}
@@ -108,7 +88,7 @@ func (c *creatingNS) Namespace(name string, create bool) (*Server, error) {
 		return s, nil
 	}
 	if !create {
-		return nil, &NamespaceError{Status: http.StatusNotFound, Reason: "unknown namespace " + name}
+		return nil, namespace.Unknown(name)
 	}
 	a := c.auth
 	a.Namespace = name
@@ -161,7 +141,7 @@ func TestNamespaceHealthAnonymous(t *testing.T) {
 	// newOpsFixture's namespaces are not ready until SetReady.
 	expect(t, def.do(t, "GET", "/ns/dev/actuator/health/readiness", "", ""), 503, `{"status":"OUT_OF_SERVICE"}`)
 	expect(t, def.do(t, "GET", "/ns/default/actuator/health", "", ""), 200, `{"status":"UP"}`)
-	expect(t, def.do(t, "GET", "/ns/x1/actuator/health/readiness", "", ""), 404, "unknown namespace x1")
+	expect(t, def.do(t, "GET", "/ns/x1/actuator/health/readiness", "", ""), 404, `unknown namespace "x1"`)
 	if w := def.do(t, "GET", "/ns/X1/actuator/health", "", ""); w.Code != 400 {
 		t.Fatalf("bad name: %d %q", w.Code, w.Body)
 	}

@@ -3,18 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
@@ -32,12 +30,17 @@ type app struct {
 	// The default namespace's stack (/eureka/...): its fields (reg,
 	// cache, evictor, repl, srv, ...) are the app's.
 	*stack
-	ns      *namespaces // the /ns/{name}/ stacks
+	ns      *namespace.Manager[*stack] // the /ns/{name}/ stacks
 	self    *replication.SelfRegistrar
 	selfIn  *registry.Instance
 	metrics *metrics.Metrics // the process's metric set, served at /metrics
 	http    *http.Server
 	me      replication.SelfInfo
+
+	// defaultPeers is the default namespace's peer list (applyPeers), from
+	// which every namespace's comes.
+	peersMu      sync.Mutex
+	defaultPeers []replication.Peer
 
 	// reload re-reads the configuration's service URLs and hup asks for it
 	// (SIGHUP); main sets both, tests may leave them nil.
@@ -64,6 +67,11 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if err != nil {
 		return nil, err
 	}
+	a.defaultPeers = peers
+	// Before the stacks: their status pages show it.
+	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
+		return nil, err
+	}
 	if a.stack, err = a.newStack(defaultNamespace, peers); err != nil {
 		return nil, err
 	}
@@ -73,18 +81,14 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if err := a.applyStatic(cfg); err != nil {
 		return nil, err
 	}
-	rc := replicationConfig(cfg, now, log)
-	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
-		return nil, err
-	}
 	if cfg.Client.RegisterWithEureka {
 		// Also without peers yet: DNS or a reload may add them.
-		a.self = replication.NewSelfRegistrar(rc, a.selfIn, peers)
+		a.self = replication.NewSelfRegistrar(replicationConfig(cfg, now, log), a.selfIn, peers)
 	}
-	if a.ns, err = newNamespaces(a, peers); err != nil {
+	if a.ns, err = a.newNamespaces(); err != nil {
 		return nil, err
 	}
-	a.srv.SetNamespaces(a.ns)
+	a.srv.SetNamespaces(namespaceServers{a.ns})
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
 }
@@ -101,59 +105,6 @@ func peerURLs(cfg *config.Config) []string {
 	return cfg.PeerURLs()
 }
 
-// StatusInfo feeds GET /eureka/status (Eureka's StatusResource).
-func (a *app) StatusInfo() server.StatusInfo { return a.statusInfo(a.repl) }
-
-// statusInfo is StatusInfo with the replicas of repl: a namespace's status
-// page lists its own (stackStatus).
-func (a *app) statusInfo(repl *replication.Replicator) server.StatusInfo {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	uptime := a.now().Sub(a.started)
-	st := server.StatusInfo{
-		General: [][2]string{
-			{"environment", a.cfg.Environment},
-			{"num-of-cpus", strconv.Itoa(runtime.NumCPU())},
-			{"total-avail-memory", fmt.Sprintf("%dmb", ms.Sys>>20)},
-			{"current-memory-usage", fmt.Sprintf("%dmb (%d%%)", ms.HeapAlloc>>20, percent(ms.HeapAlloc, ms.Sys))},
-			{"server-uptime", formatUptime(uptime)},
-		},
-	}
-	reg, avail, unavail := repl.Replicas()
-	st.Application = server.ReplicaStats(reg, avail, unavail)
-	// This server's own instance is the coordinating discovery server here
-	// (what it registers with its peers says false: each server decides).
-	own := a.selfIn.Clone()
-	own.IsCoordinatingDiscoveryServer = true
-	lease := selfLease(a.cfg)
-	v := registry.LeaseView{Instance: own, RegistrationTimestamp: a.started, LastRenewalTimestamp: a.now(), ServiceUpTimestamp: a.started,
-		RenewalInterval: lease.RenewalInterval, Duration: lease.Duration}
-	st.Instance = &v
-	return st
-}
-
-func percent(a, b uint64) uint64 {
-	if b == 0 {
-		return 0
-	}
-	return a * 100 / b
-}
-
-// formatUptime is StatusInfo.getUpTime: "HH:MM", with "N day(s) " before.
-func formatUptime(d time.Duration) string {
-	days := int(d.Hours()) / 24
-	h := int(d.Hours()) % 24
-	m := int(d.Minutes()) % 60
-	s := fmt.Sprintf("%02d:%02d", h, m)
-	switch {
-	case days == 1:
-		return "1 day " + s
-	case days > 1:
-		return fmt.Sprintf("%d days %s", days, s)
-	}
-	return s
-}
-
 // run serves until ctx is done, then shuts down gracefully. It returns an
 // error only for start-up failures (e.g. the port is in use).
 func (a *app) run(ctx context.Context, ln net.Listener) error {
@@ -164,10 +115,10 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	// then Flush sends what is still queued.
 	replCtx, replStop := context.WithCancel(ctx)
 	defer replStop()
-	restored := a.startLoops(a, ctx, replCtx, &wg, &replWG)
+	a.restored = a.startLoops(a, ctx, replCtx, &wg, &replWG)
 	// The namespaces configured or restored at start-up start here; those
 	// created later start when they are created.
-	a.ns.start(ctx, replCtx, &wg, &replWG)
+	a.startNamespaces(ctx, replCtx, &wg, &replWG)
 
 	errc := make(chan error, 1)
 	go func() {
@@ -189,8 +140,8 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		w.Init(ctx)
 		wg.Go(func() { a.runLoop(ctx, "peer discovery", w.Run) })
 	}
-	a.open(a.syncUp(ctx, a.stack), restored)
-	a.ns.openAll(ctx)
+	a.open(ctx, a.stack)
+	a.openNamespaces(ctx)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
 	}
@@ -205,7 +156,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	a.log.Info("shutting down")
 	// Before anything stops: a late request creates no namespace whose
 	// loops would join the wait groups below while they are waited.
-	a.ns.close()
+	a.ns.Close()
 	for _, s := range a.stacks() {
 		s.ops.SetShuttingDown()
 	}
@@ -247,29 +198,16 @@ func (a *app) applyPeers(urls []string) {
 	if a.self != nil {
 		a.self.SetPeers(peers)
 	}
-	a.ns.setPeers(peers)
-}
-
-// syncUp is Eureka's start-up sync: copy the peers' registries before
-// serving. goreka makes at least one attempt when it has peers (Spring's
-// registry-sync-retries=0 makes none), so a restarted node serves the whole
-// registry from its first request.
-func (a *app) syncUp(ctx context.Context, s *stack) int {
-	if len(s.repl.Peers()) == 0 {
-		return 0
+	a.peersMu.Lock()
+	a.defaultPeers = peers
+	a.peersMu.Unlock()
+	for _, s := range a.ns.List() {
+		s.repl.SetPeers(a.namespacePeers(s.name, peers))
 	}
-	attempts := max(1, a.cfg.EurekaServer.RegistrySyncRetries)
-	n, err := s.repl.SyncUp(ctx, attempts, a.cfg.EurekaServer.RegistrySyncRetryWait)
-	if err != nil {
-		s.log.Warn("start-up sync with peers incomplete", "copied", n, "err", err)
-	} else {
-		s.log.Info("start-up sync with peers done", "copied", n)
-	}
-	return n
 }
 
 // stacks are the default namespace's stack and every other namespace's.
-func (a *app) stacks() []*stack { return append([]*stack{a.stack}, a.ns.list()...) }
+func (a *app) stacks() []*stack { return append([]*stack{a.stack}, a.ns.List()...) }
 
 func (a *app) runLoop(ctx context.Context, name string, f func(context.Context) error) {
 	if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/server"
 )
 
@@ -32,7 +33,7 @@ func TestNamespaceScopedUserCreatesNothing(t *testing.T) {
 		c, _, err := do("GET", admin+"/ns/dev/eureka/apps", "")
 		return err == nil && c == 200, ""
 	})
-	before := n.app().ns.names()
+	before := n.app().ns.Names()
 	for _, p := range []string{"/ns/staging/eureka/apps", "/ns/x1/eureka/apps", "/ns/x2/eureka/apps/"} {
 		name := strings.Split(p, "/")[2]
 		if b := must(t, "GET", dev+p, "", http.StatusForbidden); string(b) != "user dev may not use namespace "+name {
@@ -40,7 +41,7 @@ func TestNamespaceScopedUserCreatesNothing(t *testing.T) {
 		}
 	}
 	must(t, "POST", dev+"/ns/x3/eureka/apps/SECRETAPP", instanceBody("SECRETAPP", "s1", 30, 90), http.StatusForbidden)
-	if got := n.app().ns.names(); !slices.Equal(got, before) {
+	if got := n.app().ns.Names(); !slices.Equal(got, before) {
 		t.Fatalf("refused requests changed the namespaces: %v, were %v", got, before)
 	}
 	// Anonymous probes: open for a namespace that exists, 404 and nothing
@@ -50,7 +51,7 @@ func TestNamespaceScopedUserCreatesNothing(t *testing.T) {
 	must(t, "GET", anon+"/ns/dev"+server.HealthPath, "", http.StatusOK)
 	must(t, "GET", anon+"/ns/nope"+server.ReadinessPath, "", http.StatusNotFound)
 	must(t, "GET", anon+"/ns/dev/eureka/apps", "", http.StatusUnauthorized)
-	if got := n.app().ns.names(); !slices.Equal(got, before) {
+	if got := n.app().ns.Names(); !slices.Equal(got, before) {
 		t.Fatalf("a probe created a namespace: %v", got)
 	}
 	// dev's metrics are dev's only.
@@ -135,10 +136,10 @@ func TestNamespaceCreationConcurrentAndClosed(t *testing.T) {
 	n.waitServing()
 	ns := n.app().ns
 	var wg sync.WaitGroup
-	srvs := make([]*server.Server, 8)
+	srvs := make([]*stack, 8)
 	for i := range srvs {
 		wg.Go(func() {
-			s, err := ns.Namespace("same", true)
+			s, err := ns.Get("same", true)
 			if err != nil {
 				t.Errorf("Namespace(same): %v", err)
 			}
@@ -154,12 +155,11 @@ func TestNamespaceCreationConcurrentAndClosed(t *testing.T) {
 	var created, refused atomic.Int32
 	for i := range 8 {
 		wg.Go(func() {
-			_, err := ns.Namespace(fmt.Sprintf("n%d", i), true)
-			var ne *server.NamespaceError
+			_, err := ns.Get(fmt.Sprintf("n%d", i), true)
 			switch {
 			case err == nil:
 				created.Add(1)
-			case errors.As(err, &ne) && ne.Status == http.StatusForbidden:
+			case errors.Is(err, namespace.ErrLimit):
 				refused.Add(1)
 			default:
 				t.Errorf("Namespace(n%d): %v", i, err)
@@ -167,21 +167,20 @@ func TestNamespaceCreationConcurrentAndClosed(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if created.Load() != 3 || refused.Load() != 5 || len(ns.names()) != 5 {
-		t.Fatalf("created %d, refused %d, namespaces %v; want 3, 5 and default+4", created.Load(), refused.Load(), ns.names())
+	if created.Load() != 3 || refused.Load() != 5 || len(ns.Names()) != 5 {
+		t.Fatalf("created %d, refused %d, namespaces %v; want 3, 5 and default+4", created.Load(), refused.Load(), ns.Names())
 	}
-	for _, name := range ns.names()[1:] {
+	for _, name := range ns.Names()[1:] {
 		must(t, "GET", nsBase(n, name)+"/apps", "", http.StatusOK) // each one runs and opens
 	}
-	ns.close()
-	if _, err := ns.Namespace("same", true); err != nil {
+	ns.Close()
+	if _, err := ns.Get("same", true); err != nil {
 		t.Fatalf("an existing namespace after close: %v", err)
 	}
-	before := ns.names()
+	before := ns.Names()
 	// At max too: shutting down is the answer that counts.
-	_, err := ns.Namespace("late", true)
-	var ne *server.NamespaceError
-	if !errors.As(err, &ne) || ne.Status != http.StatusServiceUnavailable || !slices.Equal(ns.names(), before) {
-		t.Fatalf("creation after close: %v, namespaces %v", err, ns.names())
+	_, err := ns.Get("late", true)
+	if !errors.Is(err, namespace.ErrClosed) || !slices.Equal(ns.Names(), before) {
+		t.Fatalf("creation after close: %v, namespaces %v", err, ns.Names())
 	}
 }

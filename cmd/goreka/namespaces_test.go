@@ -7,15 +7,12 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/compat"
-	"github.com/goreka/goreka/replication"
 )
 
 // nsNode is a standalone in-process server with extra arguments.
@@ -105,8 +102,8 @@ func TestNamespacesIsolated(t *testing.T) {
 	if d, _ := nsDoc(t, n, "default", "/apps"); !sameKeys(d, "ORDERS/o-default") {
 		t.Errorf("/ns/default/eureka/apps = %v", d)
 	}
-	if !n.app().ns.allowed["dev"] || n.app().ns.get("dev").reg.Size() != 1 || n.app().reg.Size() != 1 {
-		t.Errorf("registries: default %d, dev %d", n.app().reg.Size(), n.app().ns.get("dev").reg.Size())
+	if dev, ok := n.app().ns.Lookup("dev"); !ok || dev.reg.Size() != 1 || n.app().reg.Size() != 1 {
+		t.Errorf("registries: default %d, dev %d", n.app().reg.Size(), dev.reg.Size())
 	}
 	// Writes address their namespace only: dev has no o-test-1.
 	must(t, "PUT", nsBase(n, "dev")+"/apps/ORDERS/o-test-1", "", http.StatusNotFound)
@@ -128,7 +125,7 @@ func TestNamespacesIsolated(t *testing.T) {
 	if !strings.Contains(string(body), `"Dev"`) || !strings.Contains(string(body), "lower-case") {
 		t.Errorf("400 for a bad name says %q", body)
 	}
-	if names := n.app().ns.names(); strings.Join(names, ",") != "default,dev,test" {
+	if names := n.app().ns.Names(); strings.Join(names, ",") != "default,dev,test" {
 		t.Errorf("namespaces after unknown and bad requests: %v", names)
 	}
 
@@ -176,7 +173,7 @@ func TestNamespacesAutoCreateLimits(t *testing.T) {
 	for i := range 3 {
 		nsRegister(t, n, "", "APP", fmt.Sprintf("d-%d", i))
 	}
-	if names := n.app().ns.names(); strings.Join(names, ",") != "default,a,b" {
+	if names := n.app().ns.Names(); strings.Join(names, ",") != "default,a,b" {
 		t.Errorf("namespaces: %v", names)
 	}
 }
@@ -254,28 +251,6 @@ func TestNamespacesReplicatePerNamespace(t *testing.T) {
 	}
 }
 
-// A stock Java peer (goreka.namespaces.stock-peers) gets no namespace;
-// goreka peers get each at /ns/{name}/eureka/, credentials kept.
-func TestNamespacePeers(t *testing.T) {
-	peers, err := replication.Peers([]string{"http://u:p@10.0.0.1:8761/eureka/", "http://10.0.0.2:8761/eureka/", "http://10.0.0.3/"},
-		replication.SelfInfo{HostName: "10.0.0.9", Port: 8761})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{}
-	cfg.Goreka.Namespaces.StockPeers = []string{"http://10.0.0.2:8761/eureka/"}
-	a := &app{cfg: cfg, log: slog.New(slog.DiscardHandler)}
-	n := &namespaces{a: a}
-	got := n.peersOf("dev", peers)
-	if len(got) != 1 || got[0].URL != "http://10.0.0.1:8761/ns/dev/eureka/" {
-		t.Fatalf("dev peers: %+v", got)
-	}
-	cfg.Goreka.Namespaces.StockPeers = []string{"10.0.0.1:8761"}
-	if got := n.peersOf("dev", peers); len(got) != 1 || got[0].Host != "10.0.0.2" {
-		t.Fatalf("dev peers with host:port stock peer: %+v", got)
-	}
-}
-
 // goreka ctl -namespace works on one namespace: reads through the tool
 // API under /ns/{name}/, writes through its Eureka API; an unknown one
 // fails with the server's reason.
@@ -299,8 +274,8 @@ func TestCtlNamespace(t *testing.T) {
 	if code, _, stderr = ctlRun(t, nil, srv, "--namespace=dev", "cancel", "ORDERS", "o-dev"); code != 0 {
 		t.Fatalf("cancel in dev: %d %q", code, stderr)
 	}
-	if n.app().ns.get("dev").reg.Size() != 0 || n.app().reg.Size() != 1 {
-		t.Fatalf("after the cancel: dev %d, default %d", n.app().ns.get("dev").reg.Size(), n.app().reg.Size())
+	if dev, _ := n.app().ns.Lookup("dev"); dev.reg.Size() != 0 || n.app().reg.Size() != 1 {
+		t.Fatalf("after the cancel: dev %d, default %d", dev.reg.Size(), n.app().reg.Size())
 	}
 	if code, _, stderr = ctlRun(t, nil, srv, "-namespace=qa", "apps"); code == 0 || !strings.Contains(stderr, `"qa"`) {
 		t.Fatalf("unknown namespace: %d %q", code, stderr)

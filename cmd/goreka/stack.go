@@ -8,6 +8,7 @@ import (
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -16,11 +17,6 @@ import (
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
 )
-
-// defaultNamespace is the name of the registry served at /eureka/...: the
-// value of the namespace label of its metrics and of --namespace in goreka
-// ctl. /ns/default/eureka/... is the same registry.
-const defaultNamespace = "default"
 
 // stack is one namespace's registry with everything a registry has: its
 // response cache, eviction and self-preservation, health lifecycle,
@@ -44,6 +40,9 @@ type stack struct {
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 	// restored is how many instances its snapshot restored at start-up.
 	restored int
+	// basePeers are the default namespace's peers its own were taken from
+	// (namespaces only).
+	basePeers []replication.Peer
 }
 
 // newStack builds the registry stack of namespace name. Its replication
@@ -62,7 +61,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	}
 	s.reg = registry.New(ro)
 	s.api = api.New(s.reg, apiConfig(now)) // before any write: its index starts from the empty registry
-	if p := snapshotPath(cfg, name); p != "" {
+	if p := namespace.SnapshotPath(cfg.Goreka.Snapshot.Path, name); p != "" {
 		sc := snapshotConfig(cfg, now, s.log)
 		sc.Path = p
 		s.snap = snapshot.New(s.reg, sc)
@@ -88,6 +87,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	if name != defaultNamespace {
 		limiters = a.stack.srv.Limiters()
 	}
+	status := &server.ProcessStatus{Environment: cfg.Environment, Started: a.started, Self: a.selfIn, Replicas: s.repl, Now: now}
 	s.srv = server.New(serverConfig(cfg), server.Deps{
 		Limiters: limiters,
 		Regions:  s.regions,
@@ -95,7 +95,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		Cache:    s.cache,
 		Gate:     s.evictor,
 		Expiry:   s.evictor,
-		Status:   stackStatus{a, s},
+		Status:   status,
 		Logger:   s.log.With("component", "http"),
 		Now:      now,
 	})
@@ -112,7 +112,11 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		if name != defaultNamespace {
 			path = "/" // the namespace's dashboard is /ns/{name}/
 		}
-		s.srv.MountDashboard(path, server.DashboardSourceFunc(func() server.DashboardData { return a.dashboardData(s) }))
+		s.srv.MountDashboard(path, &server.DashboardState{
+			Environment: cfg.Environment, Datacenter: cfg.Datacenter, Status: status,
+			Eviction: s.evictor, Replication: s.repl, Health: s.health,
+			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path,
+		})
 	}
 
 	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
@@ -244,20 +248,13 @@ func (s *stack) loopName(loop string) string {
 	return loop + " (namespace " + s.name + ")"
 }
 
-// open ends the stack's start-up: the sync copied count instances (or the
-// snapshot restored them when no peer answered), eviction opens reads.
-func (s *stack) open(count, restored int) {
-	if restored > 0 && count == 0 {
-		// Standalone, or no peer answered: the snapshot is the best estimate
-		// of the clients that will renew. When peers answered, their count
-		// wins, as in Eureka: restored instances that died while this node
-		// was down are not counted, so they cannot hold self-preservation
-		// on and keep themselves from being evicted.
-		count = s.reg.Renewing()
-	}
-	// The listener served health probes during the sync; reads waited for
-	// this (eviction's AllowAccess).
-	s.evictor.OpenAfterSync(count)
+// open ends a stack's start-up: the start-up sync copies the peers'
+// registries, then eviction opens reads (OpenAfterStartup weighs the
+// snapshot's instances against the sync's). The listener served health
+// probes during the sync; reads waited for this (eviction's AllowAccess).
+func (a *app) open(ctx context.Context, s *stack) {
+	es := a.cfg.EurekaServer
+	s.evictor.OpenAfterStartup(s.repl.StartupSync(ctx, es.RegistrySyncRetries, es.RegistrySyncRetryWait), s.restored)
 	s.ops.SetReady(true)
 }
 
@@ -272,13 +269,3 @@ func (s *stack) onRegionChange(ch region.Change) {
 		s.cache.Invalidate("", "", "")
 	}
 }
-
-// stackStatus is GET {namespace}/eureka/status: the process's figures with
-// the replicas of the namespace's own replication (a namespace does not
-// replicate to stock peers).
-type stackStatus struct {
-	a *app
-	s *stack
-}
-
-func (st stackStatus) StatusInfo() server.StatusInfo { return st.a.statusInfo(st.s.repl) }

@@ -45,21 +45,6 @@ func snapshotConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) 
 		Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")}
 }
 
-// snapshotPath is the snapshot file of a namespace: goreka.snapshot.path
-// for the default one, that path with ".ns-{name}" appended for the others
-// ("" when snapshots are off).
-func snapshotPath(cfg *config.Config, namespace string) string {
-	p := cfg.Goreka.Snapshot.Path
-	if p == "" || namespace == defaultNamespace {
-		return p
-	}
-	return p + snapshotNamespaceSuffix + namespace
-}
-
-// snapshotNamespaceSuffix separates a namespace's snapshot file name from
-// goreka.snapshot.path; start-up finds the auto-created namespaces by it.
-const snapshotNamespaceSuffix = ".ns-"
-
 func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) eviction.Config {
 	es := cfg.EurekaServer
 	c := eviction.Default()

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/server"
 )
 
 // secondsText writes a default duration in the syntax of a
@@ -290,16 +290,16 @@ func listField(f func(*Config) *[]string) setter {
 }
 
 // namespaceListField takes a comma-separated list of namespace names,
-// each a DNS label (server.ValidateNamespace); "default" is the default
+// each a DNS label (namespace.Validate); "default" is the default
 // namespace, which always exists, and is refused.
 func namespaceListField(f func(*Config) *[]string) setter {
 	return func(c *Config, v string) error {
 		names := splitList(v)
 		for _, n := range names {
-			if n == "default" {
+			if n == namespace.Default {
 				return errors.New(`"default" is the default namespace (/eureka/), which always exists; list the others`)
 			}
-			if err := server.ValidateNamespace(n); err != nil {
+			if err := namespace.Validate(n); err != nil {
 				return err
 			}
 		}

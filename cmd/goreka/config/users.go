@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/goreka/goreka/server"
+	"github.com/goreka/goreka/namespace"
 )
 
 // UsersProperty is the list of per-application users. Each element has
@@ -92,7 +92,7 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 				u.Apps = append(u.Apps, splitList(v)...)
 			case "namespaces":
 				for _, ns := range splitList(v) {
-					if err := server.ValidateNamespace(ns); err != nil {
+					if err := namespace.Validate(ns); err != nil {
 						*errs = append(*errs, fmt.Errorf("%s=%q (%s): %w", e.key, v, e.source, err))
 						continue
 					}
