@@ -102,6 +102,19 @@ func TestEurekaTXT(t *testing.T) {
 	}
 }
 
+// LocalSelf leaves out this server on its bind address, or with all
+// interfaces bound on any loopback address and the configured IP.
+func TestLocalSelf(t *testing.T) {
+	s := LocalSelf(8761, "", "192.0.2.7")
+	if s.Port != 8761 || s.Bind != nil || !s.listensOn(net.ParseIP("192.0.2.7")) || !s.listensOn(net.ParseIP("127.0.0.1")) ||
+		s.listensOn(net.ParseIP("198.51.100.1")) {
+		t.Errorf("all interfaces: %+v", s)
+	}
+	if b := LocalSelf(8761, "10.1.2.3", ""); !b.Bind.Equal(net.ParseIP("10.1.2.3")) || b.listensOn(net.ParseIP("127.0.0.1")) {
+		t.Errorf("bound: %+v", b)
+	}
+}
+
 func TestLookupErrors(t *testing.T) {
 	t.Parallel()
 	s := dnstest.New(t)

@@ -23,6 +23,24 @@ type Self struct {
 	Addrs []net.IP
 }
 
+// LocalSelf is this server as it listens: port, the bind address
+// (server.address, "" for all interfaces) and, for Addrs, every interface
+// address of the host plus ip (eureka.instance.ip-address, when it is one).
+func LocalSelf(port int, bind, ip string) Self {
+	s := Self{Port: port, Bind: net.ParseIP(bind)}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				s.Addrs = append(s.Addrs, n.IP)
+			}
+		}
+	}
+	if ip := net.ParseIP(ip); ip != nil {
+		s.Addrs = append(s.Addrs, ip)
+	}
+	return s
+}
+
 // listensOn reports whether a connection to ip reaches this server's
 // listener: the bind address only, or with all interfaces bound any own
 // address and any loopback address.

@@ -26,7 +26,7 @@ import (
 type stack struct {
 	name    string // defaultNamespace for /eureka/
 	log     *slog.Logger
-	changes changeLog // rate limit of onEvent's log lines (one per stack: listeners of two stacks run concurrently)
+	changes *registry.ChangeLog // onEvent's log lines (one per stack: listeners of two stacks run concurrently)
 	reg     *registry.Registry
 	cache   *cache.Cache
 	regions server.Regions // eureka.server.remote-region-*: the default namespace's only
@@ -54,7 +54,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	if name != defaultNamespace {
 		s.log = a.log.With("namespace", name)
 	}
-	s.changes = changeLog{log: s.log, now: now}
+	s.changes = registry.NewChangeLog(s.log, now)
 	ro := registryOptions(cfg, now, s.onEvent, s.onRenew)
 	if name != defaultNamespace {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
@@ -145,7 +145,8 @@ func (a *app) metricsFor(name string, src metrics.Sources) *metrics.Metrics {
 
 // onEvent fans a registry change out, in revision order: cache
 // invalidation, replication to peers (which skips changes from peers and
-// evictions), the read API's index and watch history, metrics, logs.
+// evictions), the read API's index and watch history, metrics, logs
+// (rate-limited).
 func (s *stack) onEvent(e registry.Event) {
 	in := e.Instance()
 	if e.Changed && s.cache != nil {
@@ -160,36 +161,7 @@ func (s *stack) onEvent(e registry.Event) {
 	if s.metrics != nil {
 		s.metrics.OnEvent(e)
 	}
-	// Each line is rate-limited (changeLog); the check comes first so that a
-	// suppressed line costs no formatting.
-	switch e.Kind {
-	case registry.EventStatusCorrected:
-		if s.changes.allow() {
-			s.log.Info("status corrected on renew", "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
-		}
-	case registry.EventRegister:
-		if s.changes.allow() {
-			s.log.Info("registered", "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
-		}
-	case registry.EventCancel:
-		if s.changes.allow() {
-			s.log.Info("cancelled", "app", e.App, "instance", e.ID, "replication", e.FromPeer, "revision", e.Revision)
-		}
-	case registry.EventEvict:
-		// logged by the eviction job ("evicted expired lease"): one line per eviction
-	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
-		if s.changes.allow() {
-			s.log.Info("status override "+e.Kind.String(), "app", e.App, "instance", e.ID, "status", in.Status, "replication", e.FromPeer, "revision", e.Revision)
-		}
-	case registry.EventProbeStatus, registry.EventHeldStatus:
-		if e.Changed && s.changes.allow() {
-			s.log.Info("status by "+e.Kind.String(), "app", e.App, "instance", e.ID, "from", e.Prev, "to", in.Status, "revision", e.Revision)
-		}
-	case registry.EventOverrideStored:
-		if s.changes.allow() {
-			s.log.Info("peer's status override stored", "app", e.App, "instance", e.ID, "override", e.Status, "revision", e.Revision)
-		}
-	}
+	s.changes.Log(e)
 }
 
 // onRenew passes a heartbeat on to replication and metrics. It runs on the

@@ -11,31 +11,14 @@ import (
 	"github.com/goreka/goreka/registry"
 )
 
-// staticInstances maps goreka.static-instances onto registry instances.
-func staticInstances(cfg *config.Config) []*registry.Instance {
-	out := make([]*registry.Instance, 0, len(cfg.Goreka.StaticInstances))
-	for _, s := range cfg.Goreka.StaticInstances {
-		in := &registry.Instance{
-			InstanceID: s.InstanceID, App: strings.ToUpper(s.App), HostName: s.HostName, IPAddr: s.IPAddr,
-			Status: registry.Status(s.Status), VIPAddress: s.VIPAddress, SecureVIPAddress: s.SecureVIPAddress,
-			HomePageURL: s.HomePageURL, StatusPageURL: s.StatusPageURL, HealthCheckURL: s.HealthCheckURL,
-			DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
-			Metadata:       s.Metadata,
-			Port:           registry.Port{Number: s.Port, Enabled: s.Port > 0},
-			SecurePort:     registry.Port{Number: s.SecurePort, Enabled: s.SecurePort > 0},
-		}
-		if in.Metadata == nil {
-			in.Metadata = map[string]string{}
-		}
-		out = append(out, in)
-	}
-	return out
-}
-
 // applyStatic makes the registry's static registrations those of cfg and
 // logs what changed.
 func (a *app) applyStatic(cfg *config.Config) error {
-	res, err := a.reg.SetStatic(staticInstances(cfg))
+	ins := make([]*registry.Instance, 0, len(cfg.Goreka.StaticInstances))
+	for _, s := range cfg.Goreka.StaticInstances {
+		ins = append(ins, s.Instance())
+	}
+	res, err := a.reg.SetStatic(ins)
 	if err != nil {
 		return err
 	}

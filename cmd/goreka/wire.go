@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -212,7 +211,7 @@ func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan
 		src.Resolve = func(context.Context) ([]string, error) { return reload() }
 	}
 	sources := []discovery.Source{src}
-	self := discoverySelf(cfg)
+	self := discovery.LocalSelf(cfg.Server.Port, cfg.Server.Address, cfg.Instance.IPAddress)
 	form := discovery.URLForm{Scheme: "http", User: cfg.Security.User, Password: cfg.Security.Password}
 	if cfg.TLSEnabled() {
 		form.Scheme = "https"
@@ -235,22 +234,6 @@ func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan
 		return nil
 	}
 	return sources
-}
-
-// discoverySelf is this server's listening addresses, for DNS sources.
-func discoverySelf(cfg *config.Config) discovery.Self {
-	s := discovery.Self{Port: cfg.Server.Port, Bind: net.ParseIP(cfg.Server.Address)}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				s.Addrs = append(s.Addrs, n.IP)
-			}
-		}
-	}
-	if ip := net.ParseIP(cfg.Instance.IPAddress); ip != nil {
-		s.Addrs = append(s.Addrs, ip)
-	}
-	return s
 }
 
 // authUsers maps goreka.security.users to the server's per-app users.

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/goreka/goreka/registry"
 )
 
 // StaticInstance is one entry of goreka.static-instances, as configured;
-// cmd/goreka turns it into a registry instance.
+// Instance is the registry instance it registers.
 type StaticInstance struct {
 	App, InstanceID, HostName, IPAddr          string
 	Port, SecurePort                           int // 0: none
@@ -191,4 +193,22 @@ func completeStatic(s *StaticInstance) error {
 		s.SecureVIPAddress = strings.ToLower(s.App)
 	}
 	return nil
+}
+
+// Instance is the registration s stands for: app upper-cased as Eureka
+// stores it, data center MyOwn, a port enabled when it is set.
+func (s StaticInstance) Instance() *registry.Instance {
+	in := &registry.Instance{
+		InstanceID: s.InstanceID, App: strings.ToUpper(s.App), HostName: s.HostName, IPAddr: s.IPAddr,
+		Status: registry.Status(s.Status), VIPAddress: s.VIPAddress, SecureVIPAddress: s.SecureVIPAddress,
+		HomePageURL: s.HomePageURL, StatusPageURL: s.StatusPageURL, HealthCheckURL: s.HealthCheckURL,
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		Metadata:       s.Metadata,
+		Port:           registry.Port{Number: s.Port, Enabled: s.Port > 0},
+		SecurePort:     registry.Port{Number: s.SecurePort, Enabled: s.SecurePort > 0},
+	}
+	if in.Metadata == nil {
+		in.Metadata = map[string]string{}
+	}
+	return in
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/goreka/goreka/registry"
 )
 
 const staticYAML = `
@@ -49,6 +51,22 @@ func TestStaticInstancesFromYAML(t *testing.T) {
 	}
 	if u := Usage(); !strings.Contains(u, "goreka.static-instances[N].metadata.<key>") {
 		t.Errorf("--help lacks the list")
+	}
+}
+
+// A static instance registers with the app upper-cased, data center
+// MyOwn and the ports it sets enabled.
+func TestStaticInstanceRegistration(t *testing.T) {
+	c := mustLoad(t, nil, nil, map[string]string{"application.yml": staticYAML})
+	db, api := c.Goreka.StaticInstances[0].Instance(), c.Goreka.StaticInstances[1].Instance()
+	if db.App != "POSTGRES" || db.InstanceID != "db.internal:postgres:5432" || !db.Port.Enabled || db.Port.Number != 5432 ||
+		db.SecurePort.Enabled || db.Status != registry.StatusUp || db.DataCenterInfo.Name != registry.DataCenterMyOwn ||
+		db.Metadata["zoneName"] != "a" {
+		t.Errorf("postgres: %+v", db)
+	}
+	if api.App != "PAYMENTS-API" || api.Port.Enabled || !api.SecurePort.Enabled || api.Status != registry.StatusOutOfService ||
+		api.Metadata == nil || api.VIPAddress != "payments" {
+		t.Errorf("payments-api: %+v", api)
 	}
 }
 
