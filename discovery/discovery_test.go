@@ -115,6 +115,30 @@ func TestLocalSelf(t *testing.T) {
 	}
 }
 
+// A plan without reload or DNS needs no watcher; otherwise the service
+// URLs come first, then the DNS sources, named for the logs.
+func TestPlanSources(t *testing.T) {
+	if s := (Plan{ServiceURLs: []string{"http://a:8761/eureka/"}}).Sources(); s != nil {
+		t.Fatalf("fixed plan: %d sources", len(s))
+	}
+	reloads := 0
+	p := Plan{ServiceURLs: []string{"http://a:8761/eureka/"}, ReloadInterval: time.Minute,
+		Reload:   func() ([]string, error) { reloads++; return []string{"http://b:8761/eureka/"}, nil },
+		Headless: Headless{Name: "goreka-headless.ns.svc"},
+		TXT:      &EurekaTXT{Name: "example.com", Region: "us-east-1"}}
+	s := p.Sources()
+	if len(s) != 3 || s[0].Name != "service-url" || s[0].Interval != time.Minute || s[1].Name != "dns goreka-headless.ns.svc" ||
+		s[2].Name != "dns txt.us-east-1.example.com" {
+		t.Fatalf("sources: %+v", s)
+	}
+	if urls, err := s[0].Resolve(t.Context()); err != nil || len(urls) != 1 || urls[0] != "http://b:8761/eureka/" || reloads != 1 {
+		t.Fatalf("service-url source: %v %v after %d reloads", urls, err, reloads)
+	}
+	if s := (Plan{Headless: Headless{Name: "h"}}).Sources(); len(s) != 2 {
+		t.Fatalf("DNS only: %d sources", len(s))
+	}
+}
+
 func TestLookupErrors(t *testing.T) {
 	t.Parallel()
 	s := dnstest.New(t)

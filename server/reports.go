@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/goreka/goreka/health"
 )
 
 // ReportsPath is where callers report instances they failed to reach.
@@ -20,19 +22,11 @@ const (
 	maxReason     = 512
 )
 
-// Reporter takes a caller's report (health.Monitor.Report, adapted by
-// cmd/goreka). limited means the reporter is over its rate: the report is
-// refused. err is registry.ErrNotFound for an unknown instance.
+// Reporter takes a caller's report (a *health.Monitor): health.ReportLimited
+// means the reporter is over its rate and the report is refused; err is
+// registry.ErrNotFound for an unknown instance.
 type Reporter interface {
-	Report(app, id, reporter, reason string) (outcome string, limited bool, err error)
-}
-
-// ReporterFunc adapts a function to Reporter.
-type ReporterFunc func(app, id, reporter, reason string) (string, bool, error)
-
-// Report calls f.
-func (f ReporterFunc) Report(app, id, reporter, reason string) (string, bool, error) {
-	return f(app, id, reporter, reason)
+	Report(app, id, reporter, reason string) (health.ReportOutcome, error)
 }
 
 // MountReports serves POST ReportsPath: {"app":…, "instanceId":…,
@@ -87,16 +81,16 @@ func (s *Server) report(c *gin.Context, r Reporter) {
 	if splitErr != nil {
 		reporter = c.Request.RemoteAddr
 	}
-	outcome, limited, err := r.Report(*b.App, *b.InstanceID, reporter, reason)
+	outcome, err := r.Report(*b.App, *b.InstanceID, reporter, reason)
 	switch {
 	case err != nil && statusOf(err) == http.StatusNotFound:
 		c.Data(http.StatusNotFound, gin.MIMEPlain, fmt.Appendf(nil, "unknown instance %s/%s", strings.ToUpper(*b.App), *b.InstanceID))
 	case err != nil:
 		s.answer(c, err)
-	case limited:
+	case outcome == health.ReportLimited:
 		c.Header("Retry-After", "1")
 		c.Data(http.StatusTooManyRequests, gin.MIMEPlain, []byte("too many reports from "+reporter))
 	default:
-		c.JSON(http.StatusAccepted, gin.H{"outcome": outcome})
+		c.JSON(http.StatusAccepted, gin.H{"outcome": string(outcome)})
 	}
 }

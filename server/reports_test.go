@@ -6,23 +6,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/registry"
 )
+
+// reporterFunc is a Reporter for tests.
+type reporterFunc func(app, id, reporter, reason string) (health.ReportOutcome, error)
+
+func (f reporterFunc) Report(app, id, reporter, reason string) (health.ReportOutcome, error) {
+	return f(app, id, reporter, reason)
+}
 
 func TestReportsEndpoint(t *testing.T) {
 	reg := registry.New(registry.Options{})
 	s := New(Config{}, Deps{Registry: reg})
 	type call struct{ app, id, reporter, reason string }
 	var calls []call
-	s.MountReports(ReporterFunc(func(app, id, reporter, reason string) (string, bool, error) {
+	s.MountReports(reporterFunc(func(app, id, reporter, reason string) (health.ReportOutcome, error) {
 		calls = append(calls, call{app, id, reporter, reason})
 		switch id {
 		case "nope":
-			return "", false, registry.ErrNotFound
+			return "", registry.ErrNotFound
 		case "flood":
-			return "", true, nil
+			return health.ReportLimited, nil
 		}
-		return "probing", false, nil
+		return health.ReportProbing, nil
 	}))
 	for _, tc := range []struct {
 		body string

@@ -103,10 +103,7 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 	if cfg.Goreka.ConsulAPI {
 		s.srv.MountConsulAPI(s.api)
 	}
-	s.srv.MountReports(server.ReporterFunc(func(app, id, reporter, reason string) (string, bool, error) {
-		out, err := s.health.Report(app, id, reporter, reason)
-		return string(out), out == health.ReportLimited, err
-	}))
+	s.srv.MountReports(s.health)
 	if cfg.Dashboard.Enabled {
 		path := cfg.Dashboard.Path
 		if name != defaultNamespace {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -199,41 +198,27 @@ func httpServer(cfg *config.Config, h http.Handler, log *slog.Logger) *http.Serv
 }
 
 // peerSources are the origins of the peer list besides the start-up
-// configuration: the configuration file's service URLs again (reload, on
-// hup and every peer-eureka-nodes-update-interval-ms; nil when the caller
-// cannot reload), the headless DNS name and Eureka's TXT records. It
-// returns nil when the peer list is fixed.
+// configuration (discovery.Plan): the configuration file's service URLs
+// again (reload, on hup and every peer-eureka-nodes-update-interval-ms; nil
+// when the caller cannot reload), the headless DNS name and Eureka's TXT
+// records. It returns nil when the peer list is fixed.
 func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan struct{}) []discovery.Source {
-	static := peerURLs(cfg)
-	src := discovery.Source{Name: "service-url", Resolve: func(context.Context) ([]string, error) { return static, nil }}
-	if reload != nil {
-		src.Interval, src.Trigger = cfg.EurekaServer.PeerEurekaNodesUpdateInterval, hup
-		src.Resolve = func(context.Context) ([]string, error) { return reload() }
-	}
-	sources := []discovery.Source{src}
-	self := discovery.LocalSelf(cfg.Server.Port, cfg.Server.Address, cfg.Instance.IPAddress)
 	form := discovery.URLForm{Scheme: "http", User: cfg.Security.User, Password: cfg.Security.Password}
 	if cfg.TLSEnabled() {
 		form.Scheme = "https"
 	}
-	pc := cfg.Goreka.Peers
-	if pc.DNSName != "" {
-		l := discovery.NewLookup(pc.DNSServer, 0)
-		h := discovery.Headless{Name: pc.DNSName, Port: pc.Port, SRV: pc.DNSSRV, Form: form}
-		sources = append(sources, discovery.Source{Name: "dns " + pc.DNSName, Interval: pc.RefreshInterval,
-			Resolve: func(ctx context.Context) ([]string, error) { return h.Resolve(ctx, l, self) }})
+	pc, cl := cfg.Goreka.Peers, cfg.Client
+	p := discovery.Plan{
+		ServiceURLs: peerURLs(cfg), Reload: reload, ReloadInterval: cfg.EurekaServer.PeerEurekaNodesUpdateInterval, Trigger: hup,
+		DNSServer: pc.DNSServer, RefreshInterval: pc.RefreshInterval,
+		Headless: discovery.Headless{Name: pc.DNSName, Port: pc.Port, SRV: pc.DNSSRV, Form: form},
+		Self:     discovery.LocalSelf(cfg.Server.Port, cfg.Server.Address, cfg.Instance.IPAddress),
 	}
-	if cl := cfg.Client; cl.UseDNSForFetchingServiceURLs {
-		l := discovery.NewLookup(pc.DNSServer, 0)
-		x := discovery.EurekaTXT{Name: cl.EurekaServerDNSName, Region: cl.Region, Zone: cfg.Instance.Metadata["zone"],
+	if cl.UseDNSForFetchingServiceURLs {
+		p.TXT = &discovery.EurekaTXT{Name: cl.EurekaServerDNSName, Region: cl.Region, Zone: cfg.Instance.Metadata["zone"],
 			Port: cl.EurekaServerPort, Context: cl.EurekaServerURLContext, Form: form}
-		sources = append(sources, discovery.Source{Name: "dns txt." + cl.Region + "." + cl.EurekaServerDNSName, Interval: pc.RefreshInterval,
-			Resolve: func(ctx context.Context) ([]string, error) { return x.Resolve(ctx, l, self) }})
 	}
-	if len(sources) == 1 && reload == nil {
-		return nil
-	}
-	return sources
+	return p.Sources()
 }
 
 // authUsers maps goreka.security.users to the server's per-app users.
