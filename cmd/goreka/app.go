@@ -115,7 +115,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	// then Flush sends what is still queued.
 	replCtx, replStop := context.WithCancel(ctx)
 	defer replStop()
-	a.restored = a.startLoops(a, ctx, replCtx, &wg, &replWG)
+	a.startLoops(a, ctx, replCtx, &wg, &replWG)
 	// The namespaces configured or restored at start-up start here; those
 	// created later start when they are created.
 	a.startNamespaces(ctx, replCtx, &wg, &replWG)

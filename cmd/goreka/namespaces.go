@@ -25,14 +25,7 @@ func (a *app) newNamespaces() (*namespace.Manager[*stack], error) {
 		AutoCreate:   nc.AutoCreate,
 		Max:          nc.Max,
 		SnapshotPath: a.cfg.Goreka.Snapshot.Path,
-		New: func(name string) (*stack, error) {
-			base := a.peers()
-			s, err := a.newStack(name, a.namespacePeers(name, base))
-			if s != nil {
-				s.basePeers = base
-			}
-			return s, err
-		},
+		New:          func(name string) (*stack, error) { return a.newStack(name, a.peers()) },
 	})
 }
 
@@ -43,7 +36,7 @@ func (a *app) newNamespaces() (*namespace.Manager[*stack], error) {
 // own start-up sync, which the request that created one does not wait for.
 func (a *app) startNamespaces(ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) {
 	a.ns.Start(ctx, namespace.Hooks[*stack]{
-		Start:   func(_ string, s *stack) { s.restored = s.startLoops(a, ctx, replCtx, wg, replWG) },
+		Start:   func(_ string, s *stack) { s.startLoops(a, ctx, replCtx, wg, replWG) },
 		Prepare: func(_ string, s *stack) { s.restored = s.restore() },
 		Run: func(name string, s *stack) {
 			if base := a.peers(); !slices.Equal(base, s.basePeers) { // applyPeers ran meanwhile

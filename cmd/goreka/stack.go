@@ -40,19 +40,20 @@ type stack struct {
 	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
 	// restored is how many instances its snapshot restored at start-up.
 	restored int
-	// basePeers are the default namespace's peers its own were taken from
-	// (namespaces only).
+	// basePeers are the default namespace's peers its own were taken from.
 	basePeers []replication.Peer
 }
 
 // newStack builds the registry stack of namespace name. Its replication
-// goes to peers (already pointing at the namespace's URLs), its metrics
-// carry namespace=name and its users are those scoped to it.
-func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
+// goes to its peers among the default namespace's (base), its metrics carry
+// namespace=name and its users are those scoped to it.
+func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	cfg, now := a.cfg, a.now
-	s := &stack{name: name, log: a.log}
+	s := &stack{name: name, log: a.log, basePeers: base}
+	peers := base
 	if name != defaultNamespace {
 		s.log = a.log.With("namespace", name)
+		peers = a.namespacePeers(name, base)
 	}
 	s.changes = registry.NewChangeLog(s.log, now)
 	ro := registryOptions(cfg, now, s.onEvent, s.onRenew)
@@ -178,12 +179,10 @@ func (s *stack) onRenew(rn registry.Renewal) {
 // startLoops runs the stack's background loops (snapshot, cache, eviction,
 // health, replication) on wg until ctx is done; replication runs on replCtx,
 // which run cancels first at shutdown so that Flush sends what is queued.
-// It restores the snapshot first and returns the number of instances
-// restored.
-func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) int {
-	restored := s.restore()
+// It restores the snapshot first (s.restored).
+func (s *stack) startLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.WaitGroup) {
+	s.restored = s.restore()
 	s.runLoops(a, ctx, replCtx, wg, replWG)
-	return restored
 }
 
 // restore loads the stack's snapshot, if it has one, and returns the number
