@@ -99,7 +99,9 @@
 // this state (it satisfies server.Gate and server.Expiry without importing
 // server). OpenAfterSync is Spring's openForTraffic after the start-up
 // sync: the copied instances, or default-open-for-traffic-count (1) when
-// there were none, become the expected clients. AllowAccess is Eureka's
+// there were none, become the expected clients; OpenAfterStartup, which
+// goreka's start-up calls, first counts a restored snapshot's renewing
+// leases when no peer copied anything. AllowAccess is Eureka's
 // shouldAllowAccess: with an expectation of 0 (Netflix's
 // peerInstancesTransferEmptyOnStartup) reads answer 403 for
 // wait-time-in-ms-when-sync-empty, so that a server that found no peers

@@ -112,7 +112,9 @@
 //
 // SyncUp is Eureka's syncUp: it fetches GET {peer}apps/ from the peers and
 // registers every instance as a replication, retrying registry-sync-retries
-// times while nothing was copied; cmd opens for traffic with the count.
+// times while nothing was copied. StartupSync is the sync goreka runs before
+// serving (at least one attempt when there are peers); eviction opens for
+// traffic with its count.
 // SelfRegistrar registers this server with its peers under its application
 // name (spring.application.name, default eureka-server) and heartbeats like a
 // client, so stock Spring peers list it under available-replicas — provided

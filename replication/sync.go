@@ -38,8 +38,8 @@ func (r *Replicator) StartupSync(ctx context.Context, retries int, wait time.Dur
 // Eureka copies the one registry its embedded client fetched; asking every
 // peer costs one request each and survives a peer that restarted empty.
 //
-// It returns the number of distinct instances copied, the count cmd gives
-// to OpenForTraffic. The error joins the peers' fetch errors of the last try
+// It returns the number of distinct instances copied, the count eviction
+// opens for traffic with (StartupSync). The error joins the peers' fetch errors of the last try
 // when nothing was copied, or is ctx's error; the count is valid either way.
 func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duration) (int, error) {
 	peers := r.list()
