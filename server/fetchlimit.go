@@ -200,19 +200,18 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// middleware answers 503 without a body, as Eureka's RateLimitingFilter
-// does, to a full or delta fetch over the client's limit. A nil limiter
-// (goreka.fetch-limit.enabled false) admits everything.
-func (fl *fetchLimiter) middleware(c *gin.Context) {
-	if fl == nil {
-		return
-	}
-	target := classifyFetch(c.Request.Method, c.Request.URL.Path)
-	if target != targetFull && target != targetDelta {
-		return
+// admit is the edge's per-client step for a request whose route
+// goreka.fetch-limit targets (the route table's perClient: targetFull or
+// targetDelta; targetOther admits at once): it answers 503 without a body,
+// as Eureka's RateLimitingFilter does, to a fetch over the client's limit
+// and returns false. A nil limiter (goreka.fetch-limit.enabled false)
+// admits everything.
+func (fl *fetchLimiter) admit(c *gin.Context, target fetchTarget) bool {
+	if fl == nil || target == targetOther {
+		return true
 	}
 	if fl.allow(target, fl.clientKey(c.Request), fl.now()) {
-		return
+		return true
 	}
 	if target == targetFull {
 		fl.throttledFull.Add(1)
@@ -220,6 +219,7 @@ func (fl *fetchLimiter) middleware(c *gin.Context) {
 		fl.throttledDelta.Add(1)
 	}
 	c.AbortWithStatus(http.StatusServiceUnavailable)
+	return false
 }
 
 var (

@@ -94,14 +94,10 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 		ns.ServeHTTP(w, r)
 		return
 	}
-	var p *principal
-	if o := &s.ops; o.authOn {
-		if p = o.users.find(r.Header.Get("Authorization")); p == nil {
-			w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			s.ops.refused(r, http.StatusUnauthorized, 0, start)
-			return
-		}
+	p, ok := s.ops.authenticated(w, r)
+	if !ok {
+		s.ops.record(r, s.ops.unmatched, http.StatusUnauthorized, 0, time.Since(start))
+		return
 	}
 	if err := ValidateNamespace(name); err != nil {
 		s.namespaceError(w, r, err, start)
@@ -128,6 +124,10 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 	ns.ServeHTTP(w, r)
 }
 
+// namespaceError answers a request the namespace router refuses. Its
+// answers, which no route saw, are recorded as gin's 404s are: under the
+// unmatched route (route="unmatched", method="other") of the default
+// namespace's metrics, with a line in the access log.
 func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
 	code, msg := http.StatusInternalServerError, err.Error()
 	if ne, ok := err.(*NamespaceError); ok {
@@ -136,20 +136,5 @@ func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err erro
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(msg))
-	s.ops.refused(r, code, len(msg), start)
-}
-
-// refused records an answer of the namespace router, which no route saw,
-// as gin's 404s are: route="unmatched", method="other" in the default
-// namespace's metrics, and a line in the access log.
-func (o *Ops) refused(r *http.Request, code, size int, start time.Time) {
-	took := time.Since(start)
-	if o.metrics != nil && o.unmatched != nil {
-		o.unmatched.observe.Observe(took.Seconds())
-		o.unmatched.count(code)
-	}
-	if o.access {
-		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", unmatchedRoute, "status", code,
-			"bytes", size, "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
-	}
+	s.ops.record(r, s.ops.unmatched, code, len(msg), time.Since(start))
 }
