@@ -23,9 +23,9 @@ type routeKey struct{ method, path string }
 // metrics) are plain reads or admin writes: counted under their pattern,
 // never limited, no fetch.
 type route struct {
-	// fetch is the registry fetch kind counted for a 200 or 304
+	// fetchKind is the registry fetch kind counted for a 200 or 304
 	// (metrics.FetchFull, ...); "" counts none.
-	fetch string
+	fetchKind string
 	// rate is the target of Netflix's RateLimitingFilter (RateLimitConfig),
 	// targetOther for a route it does not filter. The filter is mapped to
 	// Eureka's /apps paths and matches ^.*/apps(/[^/]*)?$ on them, so it
@@ -74,11 +74,11 @@ const (
 
 // routeTable is the one route table of the edge.
 var routeTable = map[routeKey]route{
-	{http.MethodGet, routeApps}:  {fetch: metrics.FetchFull, rate: targetFull, perClient: targetFull},
-	{http.MethodGet, routeDelta}: {fetch: metrics.FetchDelta, rate: targetDelta, perClient: targetDelta},
-	{http.MethodGet, routeApp}:   {fetch: metrics.FetchApp, rate: targetApp},
-	{http.MethodGet, routeVIP}:   {fetch: metrics.FetchVIP},
-	{http.MethodGet, routeSVIP}:  {fetch: metrics.FetchSVIP},
+	{http.MethodGet, routeApps}:  {fetchKind: metrics.FetchFull, rate: targetFull, perClient: targetFull},
+	{http.MethodGet, routeDelta}: {fetchKind: metrics.FetchDelta, rate: targetDelta, perClient: targetDelta},
+	{http.MethodGet, routeApp}:   {fetchKind: metrics.FetchApp, rate: targetApp},
+	{http.MethodGet, routeVIP}:   {fetchKind: metrics.FetchVIP},
+	{http.MethodGet, routeSVIP}:  {fetchKind: metrics.FetchSVIP},
 
 	{http.MethodPost, routeApp}:        {write: writeRegister},
 	{http.MethodPut, routeInstance}:    {write: writeRenew},
@@ -104,7 +104,7 @@ type boundRoute struct {
 	label   string              // the route label of the metrics and the access log
 	observe prometheus.Observer // nil without metrics
 	count   func(code int)
-	fetch   prometheus.Counter // nil without metrics or fetch kind
+	fetch   prometheus.Counter // nil without metrics or fetchKind
 }
 
 // resetRoutes empties the per-route map and binds the unmatched route,
@@ -147,8 +147,8 @@ func (o *Ops) bind(method, pattern string) *boundRoute {
 	rt := &boundRoute{route: routeTable[routeKey{method, pattern}], label: pattern}
 	if o.metrics != nil {
 		rt.observe, rt.count = o.metrics.HTTPRoute(method, pattern)
-		if rt.route.fetch != "" {
-			rt.fetch = o.metrics.FetchCounter(rt.route.fetch)
+		if rt.fetchKind != "" {
+			rt.fetch = o.metrics.FetchCounter(rt.fetchKind)
 		}
 	}
 	return rt

@@ -72,3 +72,19 @@ func TestToolAPIIsNotARegistryFetch(t *testing.T) {
 		t.Errorf("full fetches counted %v, want 2", n)
 	}
 }
+
+// TestRouteTableNamesRegisteredRoutes: every entry of the route table is a
+// route the server registers, so that a renamed route cannot silently lose
+// its fetch kind, limits or write action.
+func TestRouteTableNamesRegisteredRoutes(t *testing.T) {
+	srv := New(Config{}, Deps{Registry: registry.New(registry.Options{})})
+	registered := map[routeKey]bool{}
+	for _, ri := range srv.Engine().Routes() {
+		registered[routeKey{ri.Method, ri.Path}] = true
+	}
+	for k := range routeTable {
+		if !registered[k] {
+			t.Errorf("route table entry %s %s is no registered route", k.method, k.path)
+		}
+	}
+}
