@@ -60,8 +60,9 @@ type OpsConfig struct {
 
 // Ops is the operational layer of a Server: health and readiness, metrics,
 // basic auth and the access log. It is not a handler: the Server is the one
-// handler, and its gin engine runs Ops' middleware (see Server.New) in front
-// of every route, the 404 and 405 answers included.
+// handler, and its gin engine runs the edge middleware (edge.go), which
+// uses Ops' steps, in front of every route, the 404 and 405 answers
+// included.
 type Ops struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
