@@ -175,6 +175,7 @@ var stockTargets = []stockTarget{
 		deliberate: append(slices.Clone(jacksonDeliberate), eureka206Deliberate...)},
 	{dir: "eureka-2.0.4-regions", line: "4", regions: true},
 	{dir: "eureka-2.0.4-held", line: "4", args: stockHeldArgs, held: true},
+	{dir: "eureka-2.0.6-held", line: "5", args: stockHeldArgs, held: true},
 }
 
 // stockTimestamp matches the values of the timestamp fields, which are the
