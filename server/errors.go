@@ -6,49 +6,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
 // statusOf maps a registry operation's outcome to the HTTP status Eureka
-// answers it with. It is the only place that does: the REST handlers and
-// the replication batch both use it.
-//
-//   - nil: 200
-//   - registry.ErrNotFound (and ErrNewerCopy, which is one): 404, which makes
-//     a renewing client or peer register again
-//   - *registry.ConflictError: 409, the sender adopts the stored copy
-//   - *registry.ValidationError: 400 (Eureka answers some of these with 500,
-//     a caller's mistake is a 400 here so the sender's logs say what is wrong)
-//   - *registry.LimitError: 403 with the reason (goreka.namespaces.max-instances)
-//   - anything else: 500
-func statusOf(err error) int {
-	if err == nil {
-		return http.StatusOK
-	}
-	return errorStatus(err)
-}
+// answers it with: peerbatch.Status, the one mapping, which the replication
+// batch and the test peer share with the REST handlers.
+func statusOf(err error) int { return peerbatch.Status(err) }
 
-// errorStatus is statusOf for an error. It is a function of its own because
-// the targets of errors.As escape to the heap: the success path of a
-// heartbeat must not pay for them.
-func errorStatus(err error) int {
-	var (
-		conflict *registry.ConflictError
-		invalid  *registry.ValidationError
-		limit    *registry.LimitError
-	)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		return http.StatusNotFound
-	case errors.As(err, &conflict):
-		return http.StatusConflict
-	case errors.As(err, &invalid):
-		return http.StatusBadRequest
-	case errors.As(err, &limit):
-		return http.StatusForbidden
-	}
-	return http.StatusInternalServerError
-}
+// errorStatus is statusOf for an error (peerbatch.ErrorStatus: the targets
+// of errors.As escape to the heap, the success path of a heartbeat must not
+// pay for them).
+func errorStatus(err error) int { return peerbatch.ErrorStatus(err) }
 
 // answer writes the outcome of a write operation as Eureka does: no body,
 // except a plain-text reason for a 400 and the stored instance for a 409.
