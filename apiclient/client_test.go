@@ -255,4 +255,3 @@ func TestChanges(t *testing.T) {
 		t.Fatalf("since 1: %v %+v", err, a)
 	}
 }
-
