@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/tokenbucket"
 )
 
 // Preservation is what the monitor asks eviction: whether expired leases
@@ -85,24 +86,10 @@ type sample struct {
 	failed bool
 }
 
-// bucket is a token bucket on the injected clock.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-func (b *bucket) take(now time.Time, rate, burst float64) bool {
-	if b.at.IsZero() {
-		b.tokens = burst
-	} else if d := now.Sub(b.at).Seconds(); d > 0 {
-		b.tokens = min(burst, b.tokens+d*rate)
-	}
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+// budgetLimit is the probe budget's shape: goreka.health.probe.budget
+// probes a second, a burst of the larger of the budget and the concurrency.
+func (m *Monitor) budgetLimit() tokenbucket.Limit {
+	return tokenbucket.PerSecond(m.cfg.Budget, max(m.cfg.Budget, float64(m.cfg.Concurrency)))
 }
 
 // Monitor probes instances and acts on the evidence (see the package doc).
@@ -123,8 +110,8 @@ type Monitor struct {
 	recs      map[registry.InstanceKey]*record
 	reports   map[registry.InstanceKey]*report
 	lastScan  time.Time
-	budget    bucket
-	reporters map[string]*bucket
+	budget    tokenbucket.Bucket
+	reporters map[string]*tokenbucket.Bucket
 	window    []sample
 	tripped   bool
 	since     time.Time // guard tripped since
@@ -159,7 +146,7 @@ func New(reg *registry.Registry, sp Preservation, prober Prober, cfg Config) *Mo
 		wake:      make(chan struct{}, 1),
 		recs:      make(map[registry.InstanceKey]*record),
 		reports:   make(map[registry.InstanceKey]*report),
-		reporters: make(map[string]*bucket),
+		reporters: make(map[string]*tokenbucket.Bucket),
 	}
 }
 
@@ -334,16 +321,16 @@ func (m *Monitor) due(now time.Time, controls []registry.LeaseView) []task {
 		return cmp.Or(cmp.Compare(a.why, b.why), a.next.Compare(b.next))
 	})
 	var tasks []task
-	burst := max(m.cfg.Budget, float64(m.cfg.Concurrency))
+	budget := m.budgetLimit()
 	for _, rec := range ready {
-		if !m.budget.take(now, m.cfg.Budget, burst) {
+		if !m.budget.Take(now, budget) {
 			break
 		}
 		rec.inflight = true
 		tasks = append(tasks, task{rec: rec, key: rec.key, url: rec.url})
 	}
 	for i := range controls {
-		if !m.budget.take(now, m.cfg.Budget, burst) {
+		if !m.budget.Take(now, budget) {
 			break
 		}
 		v := &controls[i]

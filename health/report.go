@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/tokenbucket"
 )
 
 // ReportOutcome is what became of a caller's report.
@@ -54,11 +55,11 @@ func (m *Monitor) Report(app, id, reporter, reason string) (ReportOutcome, error
 		if len(m.reporters) >= maxReporters {
 			clear(m.reporters)
 		}
-		b = new(bucket)
+		b = new(tokenbucket.Bucket)
 		m.reporters[reporter] = b
 	}
-	rpm := float64(m.cfg.ReportsPerMinute)
-	if !b.take(now, rpm/60, min(rpm, 10)) {
+	rpm := m.cfg.ReportsPerMinute
+	if !b.Take(now, tokenbucket.PerMinute(rpm, min(rpm, 10))) {
 		m.counts.ReportsLimited++
 		m.mu.Unlock()
 		return ReportLimited, nil
@@ -92,8 +93,7 @@ func (m *Monitor) Report(app, id, reporter, reason string) (ReportOutcome, error
 		return ReportCoalesced, nil
 	}
 	rec.reported, rec.reportProbed, rec.why = true, now, whyReported
-	burst := max(m.cfg.Budget, float64(m.cfg.Concurrency))
-	if !m.budget.take(now, m.cfg.Budget, burst) {
+	if !m.budget.Take(now, m.budgetLimit()) {
 		rec.next = now
 		m.mu.Unlock()
 		select {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -192,39 +191,18 @@ func (us *users) find(h string) *principal {
 	return p
 }
 
-// Write routes and the action a refusal names.
-const (
-	routeApp      = "/eureka/apps/:app"
-	routeInstance = "/eureka/apps/:app/:id"
-	routeStatus   = "/eureka/apps/:app/:id/status"
-	routeMetadata = "/eureka/apps/:app/:id/metadata"
-	routeBatch    = "/eureka/peerreplication/batch"
-)
-
 // principalKey holds a restricted principal in the gin context of a
 // replication batch, for the per-item checks.
 const principalKey = "goreka.principal"
 
-// authorize decides a write of a non-admin principal after routing, from
-// gin's matched route and its app parameter. It returns "" when allowed,
-// else what is refused.
-func (p *principal) authorize(c *gin.Context) string {
-	route, method := c.FullPath(), c.Request.Method
-	var action string
-	switch {
-	case route == "":
-		return "" // no route: gin answers 404 or 405 and nothing changes
-	case route == routeApp && method == http.MethodPost:
-		action = "register"
-	case route == routeInstance && method == http.MethodPut:
-		action = "renew"
-	case route == routeInstance && method == http.MethodDelete:
-		action = "cancel"
-	case route == routeStatus:
-		action = "override the status of"
-	case route == routeMetadata:
-		action = "update the metadata of"
-	case route == routeBatch:
+// mayDo decides a write of a non-admin principal after routing, from the
+// route table's write action and the route's app parameter. It returns ""
+// when allowed, else what is refused.
+func (p *principal) mayDo(c *gin.Context, rt *boundRoute) string {
+	switch rt.write {
+	case writeNoRoute:
+		return "" // gin answers 404 or 405 and nothing changes
+	case writeBatch:
 		if !p.peer {
 			return fmt.Sprintf("user %q may not post replication batches (needs role %s)", p.name, RolePeer)
 		}
@@ -232,14 +210,14 @@ func (p *principal) authorize(c *gin.Context) string {
 			c.Set(principalKey, p)
 		}
 		return ""
-	default:
-		return fmt.Sprintf("user %q may not %s %s (needs role %s)", p.name, method, route, RoleAdmin)
+	case writeOther:
+		return fmt.Sprintf("user %q may not %s %s (needs role %s)", p.name, c.Request.Method, rt.label, RoleAdmin)
 	}
 	app := c.Param("app")
 	if p.mayWrite(app) {
 		return ""
 	}
-	return fmt.Sprintf("user %q may not %s instances of application %s", p.name, action, app)
+	return fmt.Sprintf("user %q may not %s instances of application %s", p.name, writeVerbs[rt.write], app)
 }
 
 // batchPrincipal returns the restricted principal of a replication batch,

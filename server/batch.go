@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/compat"
-	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/peerbatch"
 )
 
 // batch is POST /eureka/peerreplication/batch: every item is applied as a
 // replicated operation (never re-replicated) and answered with one status,
-// in order (PeerReplicationResource). A body that is not a replication list
-// at all is a 400 for the whole batch, as the Java receiver answers.
+// in order (PeerReplicationResource), by peerbatch, which the test peer of
+// the replication tests shares: through the registry operations and the
+// error mapping of the REST handlers, with their visibility rule for status
+// changes. A body that is not a replication list at all is a 400 for the
+// whole batch, as the Java receiver answers.
 func (s *Server) batch(c *gin.Context) {
 	body, err := readBody(c.Request, s.cfg.MaxBatchBodyBytes)
 	if errors.Is(err, errBodyTooLarge) {
@@ -33,75 +35,10 @@ func (s *Server) batch(c *gin.Context) {
 	}
 	// A peer user restricted to some apps (goreka.security.users) gets a
 	// 403 for each item of another app, and that item changes nothing.
-	who := batchPrincipal(c)
-	out := make([]compat.ReplicationResponse, len(items))
-	for i := range items {
-		if who != nil && !who.mayWrite(items[i].AppName) {
-			out[i] = compat.ReplicationResponse{StatusCode: http.StatusForbidden}
-			continue
-		}
-		out[i] = s.apply(&items[i])
+	var mayWrite func(app string) bool
+	if who := batchPrincipal(c); who != nil {
+		mayWrite = who.mayWrite
 	}
-	c.Data(http.StatusOK, compat.ContentTypeJSON, compat.AppendReplicationResponses(nil, out))
-}
-
-func millis(it *compat.ReplicationItem) time.Time {
-	if !it.HasLastDirty {
-		return time.Time{}
-	}
-	return time.UnixMilli(it.LastDirtyTimestamp)
-}
-
-// apply runs one replicated item through the same registry operations the
-// REST handlers call, and answers it through the same error mapping
-// (statusOf). Only the item's own shape is checked here; what an
-// operation accepts is the registry's to decide.
-func (s *Server) apply(it *compat.ReplicationItem) compat.ReplicationResponse {
-	err := s.applyItem(it)
-	resp := compat.ReplicationResponse{StatusCode: statusOf(err)}
-	var conflict *registry.ConflictError
-	if errors.As(err, &conflict) {
-		resp.Entity = &conflict.Stored
-	}
-	return resp
-}
-
-func (s *Server) applyItem(it *compat.ReplicationItem) error {
-	switch it.Action {
-	case compat.ActionRegister:
-		if it.Instance == nil || it.Instance.Instance == nil {
-			return &registry.ValidationError{Msg: "register item without an instance"}
-		}
-		in := it.Instance.Instance.Clone()
-		if in.LeaseInfo.Duration <= 0 {
-			in.LeaseInfo.Duration = it.Instance.Duration
-		}
-		if in.LeaseInfo.RenewalInterval <= 0 {
-			in.LeaseInfo.RenewalInterval = it.Instance.RenewalInterval
-		}
-		_, err := s.reg.RegisterFor(it.AppName, in, true)
-		return err
-	case compat.ActionHeartbeat:
-		override, err := registry.ParseStatusParam("overriddenStatus", it.OverriddenStatus, false)
-		if err != nil {
-			return err
-		}
-		return s.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, FromPeer: true,
-			LastDirtyTimestamp: millis(it), OverriddenStatus: override})
-	case compat.ActionCancel:
-		return s.reg.Cancel(it.AppName, it.ID, true)
-	case compat.ActionStatusUpdate:
-		st, err := registry.ParseStatusParam("status", it.Status, true)
-		if err != nil {
-			return err
-		}
-		return s.reg.StatusUpdate(it.AppName, it.ID, st, millis(it), true)
-	case compat.ActionDeleteStatusOverride:
-		st, err := registry.ParseStatusParam("status", it.Status, false)
-		if err != nil {
-			return err
-		}
-		return s.reg.DeleteStatusOverride(it.AppName, it.ID, st, millis(it), true)
-	}
-	return &registry.ValidationError{Msg: fmt.Sprintf("unknown replication action %q", it.Action)}
+	a := peerbatch.Applier{Registry: s.reg, Expiry: s.expiry, Now: s.now}
+	c.Data(http.StatusOK, compat.ContentTypeJSON, compat.AppendReplicationResponses(nil, a.Batch(items, mayWrite)))
 }

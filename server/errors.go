@@ -7,30 +7,20 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/namespace"
+	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
 // statusOf maps a registry operation's outcome to the HTTP status Eureka
-// answers it with. It is the only place that does: the REST handlers and
-// the replication batch both use it.
-//
-//   - nil: 200
-//   - registry.ErrNotFound (and ErrNewerCopy, which is one): 404, which makes
-//     a renewing client or peer register again
-//   - *registry.ConflictError: 409, the sender adopts the stored copy
-//   - *registry.ValidationError: 400 (Eureka answers some of these with 500,
-//     a caller's mistake is a 400 here so the sender's logs say what is wrong)
-//   - *registry.LimitError: 403 with the reason (goreka.namespaces.max-instances)
-//
-// and the namespace package's refusals, which the /ns/{name}/ router
-// answers with their reason (serveNamespace):
+// answers it with: peerbatch.Status, the one mapping of the registry's
+// errors, which the replication batch and the test peer share with the
+// REST handlers; beside it the namespace package's refusals, which the
+// /ns/{name}/ router answers with their reason (serveNamespace):
 //
 //   - namespace.ErrInvalidName: 400
 //   - namespace.ErrUnknown: 404
 //   - namespace.ErrLimit: 403 (goreka.namespaces.max)
 //   - namespace.ErrClosed: 503, the server is shutting down
-//
-// Anything else is a 500.
 func statusOf(err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -38,24 +28,11 @@ func statusOf(err error) int {
 	return errorStatus(err)
 }
 
-// errorStatus is statusOf for an error. It is a function of its own because
-// the targets of errors.As escape to the heap: the success path of a
-// heartbeat must not pay for them.
+// errorStatus is statusOf for an error (a function of its own, as
+// peerbatch.ErrorStatus: the targets of errors.As escape to the heap, the
+// success path of a heartbeat must not pay for them).
 func errorStatus(err error) int {
-	var (
-		conflict *registry.ConflictError
-		invalid  *registry.ValidationError
-		limit    *registry.LimitError
-	)
 	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		return http.StatusNotFound
-	case errors.As(err, &conflict):
-		return http.StatusConflict
-	case errors.As(err, &invalid):
-		return http.StatusBadRequest
-	case errors.As(err, &limit):
-		return http.StatusForbidden
 	case errors.Is(err, namespace.ErrInvalidName):
 		return http.StatusBadRequest
 	case errors.Is(err, namespace.ErrUnknown):
@@ -65,7 +42,7 @@ func errorStatus(err error) int {
 	case errors.Is(err, namespace.ErrClosed):
 		return http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return peerbatch.ErrorStatus(err)
 }
 
 // answer writes the outcome of a write operation as Eureka does: no body,

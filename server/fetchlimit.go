@@ -10,6 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goreka/goreka/tokenbucket"
 )
 
 // FetchLimitConfig is goreka.fetch-limit.*: per-client limits on full and
@@ -18,9 +20,9 @@ import (
 // Eureka's throttling answer (503, no body) while every other client keeps
 // its own allowance.
 //
-// Each client has two token buckets, one for full fetches (GET apps, apps/)
-// and one for delta fetches (GET apps/delta), each holding Burst tokens and
-// refilled at its per-minute rate. Application, VIP and instance reads are
+// Each client has two token buckets (package tokenbucket), one for full
+// fetches (GET apps, apps/) and one for delta fetches (GET apps/delta), each
+// holding Burst tokens and refilled at its per-minute rate. Application, VIP and instance reads are
 // not limited. A client is identified, with IdentifyBy "identity", by its
 // DiscoveryIdentity-Name and DiscoveryIdentity-Id headers when it sends a
 // DiscoveryIdentity-Id (Netflix's Java client sends DefaultClient and its
@@ -66,32 +68,9 @@ var identityIDKey = http.CanonicalHeaderKey(IdentityIDHeader)
 // maxIdentityPart caps each header value used in a client's key.
 const maxIdentityPart = 128
 
-// minuteBucket is a token bucket of burst tokens refilled continuously at
-// a per-minute rate, kept as the time at which it would be full again (the
-// generic cell rate algorithm), so that refills are exact in nanoseconds.
-type minuteBucket struct {
-	full time.Time // the bucket holds burst tokens from this time on
-}
-
-func (b *minuteBucket) take(now time.Time, perMinute, burst int) bool {
-	if perMinute <= 0 {
-		return true
-	}
-	per := time.Minute / time.Duration(perMinute)
-	tat := b.full
-	if tat.Before(now) {
-		tat = now
-	}
-	if tat.Sub(now) > time.Duration(burst-1)*per {
-		return false
-	}
-	b.full = tat.Add(per)
-	return true
-}
-
 type fetchClient struct {
 	key         string
-	full, delta minuteBucket
+	full, delta tokenbucket.Bucket
 	seen        time.Time
 }
 
@@ -101,6 +80,8 @@ type fetchLimiter struct {
 	cfg  FetchLimitConfig
 	now  func() time.Time
 	idle time.Duration // a client unseen this long has full buckets again
+	// full and delta are the shapes of every client's two buckets.
+	full, delta tokenbucket.Limit
 
 	mu      sync.Mutex
 	lru     list.List // of *fetchClient
@@ -116,7 +97,8 @@ func newFetchLimiter(cfg FetchLimitConfig, now func() time.Time) *fetchLimiter {
 	}
 	cfg.Burst = max(cfg.Burst, 1)
 	cfg.MaxClients = max(cfg.MaxClients, 1)
-	fl := &fetchLimiter{cfg: cfg, now: now, clients: map[string]*list.Element{}}
+	fl := &fetchLimiter{cfg: cfg, now: now, clients: map[string]*list.Element{},
+		full: tokenbucket.PerMinute(cfg.FullPerMinute, cfg.Burst), delta: tokenbucket.PerMinute(cfg.DeltaPerMinute, cfg.Burst)}
 	slowest := 0
 	for _, r := range []int{cfg.FullPerMinute, cfg.DeltaPerMinute} {
 		if r > 0 && (slowest == 0 || r < slowest) {
@@ -156,9 +138,9 @@ func (fl *fetchLimiter) allow(target fetchTarget, key string, now time.Time) boo
 	}
 	c.seen = now
 	if target == targetFull {
-		return c.full.take(now, fl.cfg.FullPerMinute, fl.cfg.Burst)
+		return c.full.Take(now, fl.full)
 	}
-	return c.delta.take(now, fl.cfg.DeltaPerMinute, fl.cfg.Burst)
+	return c.delta.Take(now, fl.delta)
 }
 
 func (fl *fetchLimiter) removeLocked(e *list.Element) {
@@ -200,19 +182,18 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// middleware answers 503 without a body, as Eureka's RateLimitingFilter
-// does, to a full or delta fetch over the client's limit. A nil limiter
-// (goreka.fetch-limit.enabled false) admits everything.
-func (fl *fetchLimiter) middleware(c *gin.Context) {
-	if fl == nil {
-		return
-	}
-	target := classifyFetch(c.Request.Method, c.Request.URL.Path)
-	if target != targetFull && target != targetDelta {
-		return
+// admit is the edge's per-client step for a request whose route
+// goreka.fetch-limit targets (the route table's perClient: targetFull or
+// targetDelta; targetOther admits at once): it answers 503 without a body,
+// as Eureka's RateLimitingFilter does, to a fetch over the client's limit
+// and returns false. A nil limiter (goreka.fetch-limit.enabled false)
+// admits everything.
+func (fl *fetchLimiter) admit(c *gin.Context, target fetchTarget) bool {
+	if fl == nil || target == targetOther {
+		return true
 	}
 	if fl.allow(target, fl.clientKey(c.Request), fl.now()) {
-		return
+		return true
 	}
 	if target == targetFull {
 		fl.throttledFull.Add(1)
@@ -220,6 +201,7 @@ func (fl *fetchLimiter) middleware(c *gin.Context) {
 		fl.throttledDelta.Add(1)
 	}
 	c.AbortWithStatus(http.StatusServiceUnavailable)
+	return false
 }
 
 var (

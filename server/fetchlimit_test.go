@@ -14,32 +14,6 @@ import (
 	"github.com/goreka/goreka/registry/clocktest"
 )
 
-func TestMinuteBucket(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var b minuteBucket
-	steps := []struct {
-		at   time.Duration
-		want bool
-	}{
-		{0, true}, {0, true}, {0, false}, // the burst of 2, then empty
-		{9 * time.Second, false},  // 6/min: 0.9 token after 9 s
-		{10 * time.Second, true},  // one token at 10 s
-		{10 * time.Second, false}, //
-		{5 * time.Minute, true},   // refilled, capped at the burst
-		{5 * time.Minute, true},   //
-		{5 * time.Minute, false},  //
-		{5*time.Minute + 10*time.Second, true},
-	}
-	for i, s := range steps {
-		if got := b.take(t0.Add(s.at), 6, 2); got != s.want {
-			t.Fatalf("step %d at +%s: %v, want %v", i, s.at, got, s.want)
-		}
-	}
-	if !b.take(t0, 0, 2) {
-		t.Fatal("a rate of 0 must admit everything")
-	}
-}
-
 type fetchFixture struct {
 	srv   *Server
 	clock *clocktest.Clock

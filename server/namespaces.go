@@ -26,10 +26,6 @@ type Namespaces interface {
 	Namespace(name string, create bool) (*Server, error)
 }
 
-// ValidateNamespace is namespace.Validate, for goreka ctl until it has a
-// package of its own (issue 25).
-func ValidateNamespace(name string) error { return namespace.Validate(name) }
-
 // SetNamespaces makes the server answer /ns/{name}/... by handing the
 // request, with the prefix taken off, to the namespace's own Server. Call
 // it before serving. Without it /ns/... is an unknown path, as before.
@@ -63,14 +59,10 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 		ns.ServeHTTP(w, r)
 		return
 	}
-	var p *principal
-	if o := &s.ops; o.authOn {
-		if p = o.users.find(r.Header.Get("Authorization")); p == nil {
-			w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			s.ops.refused(r, http.StatusUnauthorized, 0, start)
-			return
-		}
+	p, ok := s.ops.authenticated(w, r)
+	if !ok {
+		s.ops.record(r, s.ops.unmatched, http.StatusUnauthorized, 0, time.Since(start))
+		return
 	}
 	if err := namespace.Validate(name); err != nil {
 		s.namespaceError(w, r, err, start)
@@ -103,24 +95,13 @@ func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err erro
 	s.namespaceRefused(w, r, errorStatus(err), err.Error(), start)
 }
 
+// namespaceRefused answers a request the namespace router refuses. Its
+// answers, which no route saw, are recorded as gin's 404s are: under the
+// unmatched route (route="unmatched", method="other") of the default
+// namespace's metrics, with a line in the access log.
 func (s *Server) namespaceRefused(w http.ResponseWriter, r *http.Request, code int, msg string, start time.Time) {
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(msg))
-	s.ops.refused(r, code, len(msg), start)
-}
-
-// refused records an answer of the namespace router, which no route saw,
-// as gin's 404s are: route="unmatched", method="other" in the default
-// namespace's metrics, and a line in the access log.
-func (o *Ops) refused(r *http.Request, code, size int, start time.Time) {
-	took := time.Since(start)
-	if o.metrics != nil && o.unmatched != nil {
-		o.unmatched.observe.Observe(took.Seconds())
-		o.unmatched.count(code)
-	}
-	if o.access {
-		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", unmatchedRoute, "status", code,
-			"bytes", size, "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
-	}
+	s.ops.record(r, s.ops.unmatched, code, len(msg), time.Since(start))
 }

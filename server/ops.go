@@ -4,17 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goreka/goreka/server/metrics"
 )
@@ -63,8 +60,9 @@ type OpsConfig struct {
 
 // Ops is the operational layer of a Server: health and readiness, metrics,
 // basic auth and the access log. It is not a handler: the Server is the one
-// handler, and its gin engine runs Ops' middleware (see Server.New) in front
-// of every route, the 404 and 405 answers included.
+// handler, and its gin engine runs the edge middleware (edge.go), which
+// uses Ops' steps, in front of every route, the 404 and 405 answers
+// included.
 type Ops struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -77,13 +75,14 @@ type Ops struct {
 	users     users
 	namespace string // AuthConfig.Namespace
 
-	// routes holds the metric children bound to each (method, route
-	// pattern) seen so far. It is copied on write under routesMu, so that a
-	// request reads it with one atomic load and one map lookup, and the
-	// lookup key is two strings gin already holds: no allocation.
+	// routes holds each (method, route pattern) seen so far bound to its
+	// route table entry and metric children (edge.go). It is copied on
+	// write under routesMu, so that a request reads it with one atomic load
+	// and one map lookup, and the lookup key is two strings gin already
+	// holds: no allocation.
 	routesMu  sync.Mutex
-	routes    atomic.Pointer[map[routeKey]*routeMetrics]
-	unmatched *routeMetrics
+	routes    atomic.Pointer[map[routeKey]*boundRoute]
+	unmatched *boundRoute
 }
 
 // credential is one user's expected Authorization header (the fast path,
@@ -130,11 +129,10 @@ func (s *Server) EnableOps(cfg OpsConfig) *Ops {
 		mh := gin.WrapH(m.Handler())
 		e.GET(MetricsPath, mh)
 		e.GET(PrometheusPath, mh)
-		// Bind the routes known now, so that their series are exposed from
-		// the first scrape; routes added later are bound at their first
-		// request.
-		o.routes.Store(&map[routeKey]*routeMetrics{})
-		o.unmatched = o.bind(unmatchedMethod, unmatchedRoute)
+		// Bind the routes known now with their metrics, so that their
+		// series are exposed from the first scrape; routes added later are
+		// bound at their first request.
+		o.resetRoutes()
 		for _, ri := range e.Routes() {
 			o.route(ri.Method, ri.Path)
 		}
@@ -231,69 +229,51 @@ func isRead(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }
 
-// authenticate is the auth middleware. It answers 401 (with a Basic
-// challenge and no body) or 403 itself and stops the chain when the request
-// may not proceed. Health endpoints are open; reads are open to every user.
-// It runs after routing (gin copies global middleware into each route's
-// chain), so a per-application user's write is decided from the matched
-// route and its :app parameter; its 403 names what is refused. There is no
-// CSRF token: Eureka clients send credentials preemptively on every request.
-func (o *Ops) authenticate(c *gin.Context) {
-	if !o.authOn || isHealth(c.Request.URL.Path) {
-		return
+// authenticated is the authentication of every request, gin's routes and
+// the namespace router's alike: it returns the principal that r's
+// credentials name, nil when authentication is off or r is a health probe
+// (open to all). When they name no user it answers 401 on w, with a Basic
+// challenge and no body, and returns false.
+func (o *Ops) authenticated(w http.ResponseWriter, r *http.Request) (*principal, bool) {
+	if !o.authOn || isHealth(r.URL.Path) {
+		return nil, true
 	}
-	p := o.users.find(c.Request.Header.Get("Authorization"))
+	if p := o.users.find(r.Header.Get("Authorization")); p != nil {
+		return p, true
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+	w.WriteHeader(http.StatusUnauthorized)
+	return nil, false
+}
+
+// authorize is the edge's auth step. It answers 401 (authenticated) or 403
+// itself and returns false when the request may not proceed. Reads are
+// open to every user. It runs after routing, so a per-application user's
+// write is decided from the route table's write action and the :app
+// parameter; its 403 names what is refused. There is no CSRF token: Eureka
+// clients send credentials preemptively on every request.
+func (o *Ops) authorize(c *gin.Context, rt *boundRoute) bool {
+	p, ok := o.authenticated(c.Writer, c.Request)
+	if !ok {
+		c.Writer.WriteHeaderNow()
+		return false
+	}
 	switch {
 	case p == nil:
-		c.Header("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
-		c.AbortWithStatus(http.StatusUnauthorized)
 	case p.namespaces != nil && !slices.Contains(p.namespaces, o.namespace):
 		c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte("user "+p.name+" may not use namespace "+o.namespace))
-		c.Abort()
+		return false
 	case isRead(c.Request.Method) || p.admin:
 	case p.readOnly:
 		c.AbortWithStatus(http.StatusForbidden)
+		return false
 	default:
-		if msg := p.authorize(c); msg != "" {
+		if msg := p.mayDo(c, rt); msg != "" {
 			c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte(msg))
-			c.Abort()
+			return false
 		}
 	}
-}
-
-// instrument is the instrumentation middleware: it times the rest of the
-// chain and records the request under gin's matched route pattern in the
-// metrics (duration, count by code, and a fetch for the registry reads) and
-// in the access log. It runs outermost, so it sees the 401, 403 and 500
-// answers of the middleware inside it.
-func (o *Ops) instrument(c *gin.Context) {
-	if o.metrics == nil && !o.access {
-		return
-	}
-	start := time.Now()
-	c.Next()
-	took := time.Since(start)
-	code := c.Writer.Status()
-	pattern := c.FullPath()
-	if o.metrics != nil {
-		rt := o.unmatched
-		if pattern != "" {
-			rt = o.route(c.Request.Method, pattern)
-		}
-		rt.observe.Observe(took.Seconds())
-		rt.count(code)
-		if rt.fetch != nil && (code == http.StatusOK || code == http.StatusNotModified) {
-			rt.fetch.Inc()
-		}
-	}
-	if o.access {
-		if pattern == "" {
-			pattern = unmatchedRoute
-		}
-		r := c.Request
-		o.log.Info("request", "method", r.Method, "path", requestPath(r), "route", pattern, "status", code,
-			"bytes", max(c.Writer.Size(), 0), "duration", took, "remote", r.RemoteAddr, "user_agent", r.UserAgent())
-	}
+	return true
 }
 
 // requestPath is the path as the client sent it, before ServeHTTP
@@ -306,63 +286,4 @@ func requestPath(r *http.Request) string {
 		}
 	}
 	return r.URL.Path
-}
-
-// Requests that match no route (404, and 405 for a known path) are
-// labelled with these, which keeps the label set bounded whatever paths and
-// methods scanners try.
-const (
-	unmatchedMethod = "other"
-	unmatchedRoute  = "unmatched"
-)
-
-// routeKey is a request's method and gin's matched route pattern.
-type routeKey struct{ method, path string }
-
-// routeMetrics are the metric children of one route, bound once.
-type routeMetrics struct {
-	observe prometheus.Observer
-	count   func(code int)
-	fetch   prometheus.Counter // registry reads only
-}
-
-// fetchKinds maps the registry read routes to their fetch kind.
-var fetchKinds = map[string]string{
-	"/eureka/apps":       metrics.FetchFull,
-	"/eureka/apps/delta": metrics.FetchDelta,
-	"/eureka/apps/:app":  metrics.FetchApp,
-	"/eureka/vips/:vip":  metrics.FetchVIP,
-	"/eureka/svips/:vip": metrics.FetchSVIP,
-}
-
-// route returns the metrics of a matched route, binding them at its first
-// request. Methods and patterns come from the routes registered with gin,
-// so the map is bounded.
-func (o *Ops) route(method, pattern string) *routeMetrics {
-	if rt := (*o.routes.Load())[routeKey{method, pattern}]; rt != nil {
-		return rt
-	}
-	o.routesMu.Lock()
-	defer o.routesMu.Unlock()
-	old := *o.routes.Load()
-	if rt := old[routeKey{method, pattern}]; rt != nil {
-		return rt
-	}
-	// The request's method string may share memory with the request line;
-	// a copy keeps the map from holding on to it.
-	method = strings.Clone(method)
-	rt := o.bind(method, pattern)
-	next := maps.Clone(old)
-	next[routeKey{method, pattern}] = rt
-	o.routes.Store(&next)
-	return rt
-}
-
-func (o *Ops) bind(method, pattern string) *routeMetrics {
-	rt := new(routeMetrics)
-	rt.observe, rt.count = o.metrics.HTTPRoute(method, pattern)
-	if k, ok := fetchKinds[pattern]; ok && method == http.MethodGet {
-		rt.fetch = o.metrics.FetchCounter(k)
-	}
-	return rt
 }

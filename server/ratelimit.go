@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +50,8 @@ const IdentityNameHeader = "DiscoveryIdentity-Name"
 // lookup without allocation.
 var identityNameKey = http.CanonicalHeaderKey(IdentityNameHeader)
 
-// fetchTarget is what the filter recognises in a GET's path.
+// fetchTarget is a registry fetch the limiters recognise, from the route
+// table (edge.go).
 type fetchTarget uint8
 
 const (
@@ -62,29 +62,6 @@ const (
 )
 
 var targetNames = [...]string{targetFull: "full", targetDelta: "delta", targetApp: "application"}
-
-// classifyFetch matches a GET's path as RateLimitingFilter's TARGET_RE
-// ^.*/apps(/[^/]*)?$ does (greedy, so ".../apps" is a full fetch even
-// after another "apps"), without a regexp on the request path.
-func classifyFetch(method, path string) fetchTarget {
-	if method != http.MethodGet {
-		return targetOther
-	}
-	if strings.HasSuffix(path, "/apps") {
-		return targetFull
-	}
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 || !strings.HasSuffix(path[:i], "/apps") {
-		return targetOther
-	}
-	switch path[i:] {
-	case "/":
-		return targetFull
-	case "/delta":
-		return targetDelta
-	}
-	return targetApp
-}
 
 // tokenBucket is com.netflix.discovery.util.RateLimiter with a per-second
 // rate: consumed tokens drop by rate per elapsed second, in whole tokens,
@@ -153,12 +130,13 @@ func (rl *rateLimiter) limit(target fetchTarget, client string) bool {
 	return over
 }
 
-// middleware answers 503 to a throttled registry fetch when the limiter is
-// enabled and counts it (as a candidate when not enabled).
-func (rl *rateLimiter) middleware(c *gin.Context) {
-	target := classifyFetch(c.Request.Method, c.Request.URL.Path)
+// admit is the edge's rate-limit step for a request whose route the
+// filter targets (the route table's rate; targetOther admits at once): it
+// answers 503 to a throttled fetch when the limiter is enabled and counts
+// it (as a candidate when not enabled), returning false when it answered.
+func (rl *rateLimiter) admit(c *gin.Context, target fetchTarget) bool {
 	if target == targetOther {
-		return
+		return true
 	}
 	header := c.Request.Header[identityNameKey]
 	client := ""
@@ -166,14 +144,15 @@ func (rl *rateLimiter) middleware(c *gin.Context) {
 		client = header[0]
 	}
 	if !rl.limit(target, client) {
-		return
+		return true
 	}
 	if !rl.cfg.Enabled {
 		rl.limited[target][0].Add(1)
-		return
+		return true
 	}
 	rl.limited[target][1].Add(1)
 	c.AbortWithStatus(http.StatusServiceUnavailable)
+	return false
 }
 
 const descHelp = `Registry fetches over the rate limit (eureka.server.rate-limiter-*) by target (full, delta, application); enforced="true" were answered 503, enforced="false" are candidates counted while the limiter is off.`

@@ -13,31 +13,44 @@ import (
 	"github.com/goreka/goreka/registry/clocktest"
 )
 
-// targetRE is RateLimitingFilter's TARGET_RE, the reference classifyFetch
-// must agree with.
+// targetRE is RateLimitingFilter's TARGET_RE, which the route table's
+// rate-limit targets must agree with on the paths the filter is mapped to
+// (Eureka's /apps and /apps/*).
 var targetRE = regexp.MustCompile(`^.*/apps(/[^/]*)?$`)
 
-func TestClassifyFetchMatchesNetflix(t *testing.T) {
+func TestRouteTableMatchesNetflix(t *testing.T) {
 	paths := []string{"/eureka/apps", "/eureka/apps/", "/eureka/apps/delta", "/eureka/apps/ORDER", "/eureka/apps/ORDER/",
-		"/eureka/apps/ORDER/i-1", "/eureka/vips/x", "/eureka/svips/x", "/eureka/instances/i-1", "/apps", "/xapps",
-		"/eureka/apps/apps", "/eureka/apps/apps/", "/eureka/apps/delta/", "/eureka/myapps", "/", "", "/eureka/status"}
+		"/eureka/apps/ORDER/i-1", "/eureka/apps/ORDER/i-1/status", "/eureka/vips/x", "/eureka/svips/x", "/eureka/instances/i-1",
+		"/apps", "/xapps", "/eureka/apps/delta/", "/eureka/myapps", "/", "/eureka/status", "/v2/apps", "/eureka/v2/apps/delta",
+		"/eureka/v2/apps/ORDER", "/eureka/vips/apps", "/goreka/api/v1/apps", "/goreka/api/v1/apps/ORDER", "/ns/apps"}
 	for _, p := range paths {
-		want := targetOther
-		if m := targetRE.FindStringSubmatch(p); m != nil {
-			switch m[1] {
-			case "", "/":
-				want = targetFull
-			case "/delta":
-				want = targetDelta
-			default:
-				want = targetApp
+		want := "none"
+		// The filter is mapped to Eureka's apps paths only, and sees them
+		// under the context path, where ServeHTTP normalises them.
+		if np := normalizePath(p); np == "/eureka/apps" || strings.HasPrefix(np, "/eureka/apps/") {
+			if m := targetRE.FindStringSubmatch(np); m != nil {
+				switch m[1] {
+				case "", "/":
+					want = "full"
+				case "/delta":
+					want = "delta"
+				default:
+					want = "application"
+				}
 			}
 		}
-		if got := classifyFetch("GET", p); got != want {
-			t.Errorf("classifyFetch(GET %q) = %d, want %d", p, got, want)
+		// Two fetches with a burst of 1: the second is a candidate of its
+		// target, if the filter sees the route at all.
+		f := newLimitFixture(t, RateLimitConfig{BurstSize: 1, RegistryFetchAverageRate: 1, FullFetchAverageRate: 1})
+		f.codes(t, 2, p, "c")
+		got := "none"
+		for _, target := range []string{"full", "delta", "application"} {
+			if limited(f, target, "false") > 0 {
+				got = target
+			}
 		}
-		if got := classifyFetch("PUT", p); got != targetOther {
-			t.Errorf("classifyFetch(PUT %q) = %d, want other", p, got)
+		if got != want {
+			t.Errorf("GET %s: rate-limit target %s, want %s", p, got, want)
 		}
 	}
 }

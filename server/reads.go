@@ -10,6 +10,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -158,12 +159,10 @@ func (s *Server) getSVIP(c *gin.Context) {
 }
 
 // visible hides a lease that has expired but not yet been evicted while
-// lease expiration is enabled (getInstanceByAppAndId).
+// lease expiration is enabled (getInstanceByAppAndId): peerbatch.Visible,
+// the rule the replication batch applies too.
 func (s *Server) visible(v registry.LeaseView) bool {
-	if s.expiry != nil && s.expiry.LeaseExpirationEnabled() && v.IsExpired(s.now(), 0) {
-		return false
-	}
-	return true
+	return peerbatch.Visible(v, s.now(), s.expiry)
 }
 
 func (s *Server) writeInstance(c *gin.Context, status int, v registry.LeaseView) {

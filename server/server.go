@@ -125,23 +125,24 @@ func New(cfg Config, d Deps) *Server {
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.RedirectTrailingSlash = false
 	s.engine.RedirectFixedPath = false
-	// The edge, outermost first: instrumentation sees every answer,
-	// recovery turns a panic below it into a 500 it can count, and
-	// authentication refuses before any handler runs. They are registered
-	// here, before any route, because gin copies the global middleware into
-	// each route when it is added; instrumentation and authentication do
-	// nothing until EnableOps configures them. gin runs the same chain for
-	// its 404 and 405 answers, whose bodies are written by the handlers below
-	// (gin's own texts) so that the access log counts their bytes.
-	// The per-client fetch limit comes before the global rate limiter so
-	// that a client refused for its own loop draws no global token.
+	// The edge (edge.go) is one middleware, registered here, before any
+	// route, because gin copies the global middleware into each route when
+	// it is added. It reads each request's entry of the route table once
+	// and runs, outermost first, instrumentation (it sees every answer),
+	// recovery (a panic below it becomes a 500 it can count),
+	// authentication (it refuses before any handler runs), the per-client
+	// fetch limit and the rate limiter; instrumentation and authentication
+	// do nothing until EnableOps configures them. gin runs the same chain
+	// for its 404 and 405 answers, whose bodies are written by the handlers
+	// below (gin's own texts) so that the access log counts their bytes.
 	if d.Limiters != nil {
 		s.limiter, s.fetchLimit = d.Limiters.rate, d.Limiters.fetch
 	} else {
 		s.limiter = newRateLimiter(cfg.RateLimit, s.now)
 		s.fetchLimit = newFetchLimiter(cfg.FetchLimit, s.now)
 	}
-	s.engine.Use(s.ops.instrument, s.recover, s.ops.authenticate, s.fetchLimit.middleware, s.limiter.middleware)
+	s.ops.resetRoutes()
+	s.engine.Use(s.edge)
 	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
 	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })
 	s.routes()
@@ -216,20 +217,6 @@ func (s *Server) routes() {
 	g.GET("/status", s.getStatus)
 	g.GET("/serverinfo/statusoverrides", s.statusOverrides)
 	e.GET("/serverinfo/statusoverrides", s.statusOverrides)
-}
-
-// recover turns a panic in a handler into a logged 500 with no body.
-func (s *Server) recover(c *gin.Context) {
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.log.Error("panic serving request", "method", c.Request.Method, "path", c.Request.URL.Path, "err", v)
-			c.AbortWithStatus(http.StatusInternalServerError)
-		}
-	}()
-	c.Next()
 }
 
 // replicationHeader is x-netflix-discovery-replication in canonical form, so

@@ -352,12 +352,16 @@ func TestBatch(t *testing.T) {
  {"appName":"PAYMENT","id":"i-0abc","action":"Cancel"},
  {"appName":"PAYMENT","id":"i-0abc","action":"Cancel"},
  {"appName":"X","id":"y","action":"Explode"},
- {"appName":"X","id":"y","status":"sideways","action":"StatusUpdate"}
+ {"appName":"X","id":"y","status":"sideways","action":"StatusUpdate"},
+ {"appName":"ORDER-SERVICE","id":"host-a:order-service:8080","status":"sideways","action":"StatusUpdate"}
 ]}`
 	w := f.do(t, "POST", "/eureka/peerreplication/batch/", body, map[string]string{"Content-Type": "application/json", "Accept": "application/json"})
 	if w.Code != 200 {
 		t.Fatalf("batch %d %s", w.Code, w.Body.String())
 	}
+	// The status of an instance that is not there is a 404 before its
+	// status is read, as the REST call answers (InstanceResource.statusUpdate
+	// looks the instance up first); a bad status of one that is, a 400.
 	golden(t, "batch-response.json", w.Body.Bytes())
 	v, ok := f.reg.Get("NEWAPP", "n1")
 	if !ok || v.Duration != 40*time.Second {

@@ -56,7 +56,12 @@ func TestCaptureStock(t *testing.T) {
 			} else if tg.regions {
 				t.Skip("GOREKA_STOCK_URL: the regions target needs its own remote region")
 			}
-			captureStock(t, base, filepath.Join("..", "testdata", "stock", tg.dir), tg.regions)
+			out := filepath.Join("..", "testdata", "stock", tg.dir)
+			if tg.held {
+				captureStockHeld(t, base, out)
+				return
+			}
+			captureStock(t, base, out, tg.regions)
 		})
 	}
 }
@@ -148,4 +153,78 @@ func stockDo(t *testing.T, base, method, path, body string, hdr map[string]strin
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, b
+}
+
+// captureStockHeld runs the held-lease scenario (stock_held_test.go): it
+// registers the two instances, renews the live one ten times a second
+// throughout, reads the held lease once it has expired (shown: renewals
+// are still below the threshold, self-preservation keeps expiration off),
+// waits until the same read hides it (renewals of a full minute above the
+// threshold: expiration on, the eviction run holds the lease back), then
+// posts the batch and reads again.
+func captureStockHeld(t *testing.T, base, out string) {
+	t.Helper()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := func(file string, code int, h http.Header, body []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(out, file), stockAnswer(code, h.Get("Content-Type"), body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range stockHeldSteps {
+		code, _, body := stockDo(t, base, st.method, st.path, st.body, map[string]string{"Content-Type": "application/json"})
+		if code != st.want {
+			t.Fatalf("%s %s = %d (%s), want %d", st.method, st.path, code, body, st.want)
+		}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			req, _ := http.NewRequest("PUT", base+stockHeldRenew, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	time.Sleep(2 * time.Second) // the 1-s lease has expired
+	code, h, body := stockDo(t, base, "GET", stockHeldPath, "", stockJSON)
+	if code != http.StatusOK {
+		t.Fatalf("held lease read = %d before renewals passed the threshold: the server started too late in its first minute, run again", code)
+	}
+	store("instance-held.json", code, h, body)
+	deadline := time.Now().Add(150 * time.Second)
+	for code == http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired lease is still shown after 150 s of renewals above the threshold")
+		}
+		time.Sleep(500 * time.Millisecond)
+		code, h, body = stockDo(t, base, "GET", stockHeldPath, "", stockJSON)
+	}
+	store("instance-hidden.json", code, h, body)
+	// Held, not evicted: the application still lists it (the read-only
+	// cache is refreshed every second).
+	time.Sleep(2500 * time.Millisecond)
+	if _, _, app := stockDo(t, base, "GET", "/eureka/apps/"+heldApp, "", stockJSON); !strings.Contains(string(app), `"instanceId":"`+heldID+`"`) {
+		t.Fatalf("the expired lease was evicted, not held: %s", app)
+	}
+	code, h, body = stockDo(t, base, "POST", "/eureka/peerreplication/batch/", stockHeldBatch, stockBatchHdr)
+	store("batch.json", code, h, body)
+	code, h, body = stockDo(t, base, "GET", stockHeldPath, "", stockJSON)
+	store("instance-after.json", code, h, body)
+	time.Sleep(2500 * time.Millisecond)
+	code, h, body = stockDo(t, base, "GET", "/eureka/apps/"+heldApp, "", stockJSON)
+	store("app-after.json", code, h, body)
 }

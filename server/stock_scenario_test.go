@@ -132,6 +132,9 @@ type stockTarget struct {
 	// regions: the server has the remote region of stock_regions_test.go
 	// (stockRemote), and stockRegionReads are fetched last.
 	regions bool
+	// held: the target runs the held-lease scenario of stock_held_test.go
+	// (TestStockHeldLease) instead of this one; args are stockHeldArgs.
+	held bool
 }
 
 // stockDeliberate replaces old by new in the captured answers of files
@@ -171,6 +174,8 @@ var stockTargets = []stockTarget{
 	{dir: "eureka-2.0.6-jackson", line: "5", args: jacksonArgs, codecs: jacksonCodecs,
 		deliberate: append(slices.Clone(jacksonDeliberate), eureka206Deliberate...)},
 	{dir: "eureka-2.0.4-regions", line: "4", regions: true},
+	{dir: "eureka-2.0.4-held", line: "4", args: stockHeldArgs, held: true},
+	{dir: "eureka-2.0.6-held", line: "5", args: stockHeldArgs, held: true},
 }
 
 // stockTimestamp matches the values of the timestamp fields, which are the

@@ -72,7 +72,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
-	if a.stack, err = a.newStack(defaultNamespace, peers); err != nil {
+	if a.stack, err = a.newStack(namespace.Default, peers); err != nil {
 		return nil, err
 	}
 	// Static registrations before the snapshot and the start-up sync

@@ -9,8 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goreka/goreka/ctl"
 	"github.com/goreka/goreka/server/api"
 )
+
+// The exit codes and the diff row of package ctl, which these tests run
+// through the binary's run against real servers.
+const (
+	exitFailed      = ctl.ExitFailed
+	exitUsage       = ctl.ExitUsage
+	exitUnreachable = ctl.ExitUnreachable
+)
+
+type diffRow = ctl.DiffRow
 
 // ctlRun runs goreka ctl in this process against running servers.
 func ctlRun(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
@@ -152,7 +163,7 @@ func TestCtlDiff(t *testing.T) {
 		Differences []diffRow `json:"differences"`
 	}
 	code, out, _ = ctlRun(t, nil, "-o", "json", "diff", ua, ub)
-	if code != exitFailed || json.Unmarshal([]byte(out), &d) != nil || len(d.Differences) != 3 || d.Differences[1] != (diffRow{"status", "ORDERS", "o1", "UP", "DOWN"}) {
+	if code != exitFailed || json.Unmarshal([]byte(out), &d) != nil || len(d.Differences) != 3 || d.Differences[1] != (diffRow{Kind: "status", App: "ORDERS", ID: "o1", First: "UP", Second: "DOWN"}) {
 		t.Fatalf("diff -o json: %d %+v %q", code, d, out)
 	}
 	if code, out, _ = ctlRun(t, nil, "diff", ua, ua); code != 0 || !strings.Contains(out, "0 differences") {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/cmd/goreka/config"
+	"github.com/goreka/goreka/ctl"
 )
 
 func main() {
@@ -38,7 +39,7 @@ func main() {
 // run is main without the process: it returns the exit code.
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "ctl" {
-		return runCtl(args[1:], environ, stdout, stderr)
+		return ctl.Run(args[1:], environ, stdout, stderr)
 	}
 	for _, a := range args {
 		if a == "--help" || a == "-h" {

@@ -10,9 +10,6 @@ import (
 	"github.com/goreka/goreka/server"
 )
 
-// defaultNamespace is the name of the registry served at /eureka/.
-const defaultNamespace = namespace.Default
-
 // newNamespaces builds the manager of the registries served at /ns/{name}/
 // (docs/DESIGN.md "Namespaces"): the namespace package decides which
 // exist, when one is created and when none may be; each is a stack of its

@@ -24,7 +24,7 @@ import (
 // default namespace and every /ns/{name}/ namespace are built by newStack,
 // so a namespace is never a lesser registry than the default one.
 type stack struct {
-	name    string // defaultNamespace for /eureka/
+	name    string // namespace.Default for /eureka/
 	log     *slog.Logger
 	changes *registry.ChangeLog // onEvent's log lines (one per stack: listeners of two stacks run concurrently)
 	reg     *registry.Registry
@@ -51,13 +51,13 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	cfg, now := a.cfg, a.now
 	s := &stack{name: name, log: a.log, basePeers: base}
 	peers := base
-	if name != defaultNamespace {
+	if name != namespace.Default {
 		s.log = a.log.With("namespace", name)
 		peers = a.namespacePeers(name, base)
 	}
 	s.changes = registry.NewChangeLog(s.log, now)
 	ro := registryOptions(cfg, now, s.onEvent, s.onRenew)
-	if name != defaultNamespace {
+	if name != namespace.Default {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
 	}
 	s.reg = registry.New(ro)
@@ -74,7 +74,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	// Remote regions are server-wide in Eureka and exchanged by stock
 	// servers, which know only the default namespace: they are merged into
 	// its reads only.
-	if name == defaultNamespace {
+	if name == namespace.Default {
 		var err error
 		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange); err != nil {
 			return nil, err
@@ -85,7 +85,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	// process, as in Eureka (its rate limiter is global): the default
 	// stack's, which every namespace's server shares.
 	var limiters *server.Limiters
-	if name != defaultNamespace {
+	if name != namespace.Default {
 		limiters = a.stack.srv.Limiters()
 	}
 	status := &server.ProcessStatus{Environment: cfg.Environment, Started: a.started, Self: a.selfIn, Replicas: s.repl, Now: now}
@@ -107,7 +107,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	s.srv.MountReports(s.health)
 	if cfg.Dashboard.Enabled {
 		path := cfg.Dashboard.Path
-		if name != defaultNamespace {
+		if name != namespace.Default {
 			path = "/" // the namespace's dashboard is /ns/{name}/
 		}
 		s.srv.MountDashboard(path, &server.DashboardState{
@@ -119,7 +119,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 
 	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
 	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
-	if name == defaultNamespace {
+	if name == namespace.Default {
 		// Process-wide, shared by every namespace: served at /metrics.
 		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
 	}
@@ -134,7 +134,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 // the default one (which also serves /metrics), a labelled view of it for
 // the others.
 func (a *app) metricsFor(name string, src metrics.Sources) *metrics.Metrics {
-	if name == defaultNamespace {
+	if name == namespace.Default {
 		a.metrics = metrics.New(src)
 		return a.metrics
 	}
@@ -210,7 +210,7 @@ func (s *stack) runLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.
 }
 
 func (s *stack) loopName(loop string) string {
-	if s.name == defaultNamespace {
+	if s.name == namespace.Default {
 		return loop
 	}
 	return loop + " (namespace " + s.name + ")"

@@ -2,12 +2,16 @@
 // backed by a real registry.Registry that serves the endpoints a peer uses
 // (the replication batch, the full registry, register, heartbeat, cancel)
 // under /eureka/, records what it received, and can be told to fail.
+//
+// Unless told otherwise it answers as goreka's server does: batch items
+// through peerbatch, the apply goreka's batch handler uses, and the REST
+// calls through peerbatch.Status, goreka's error mapping. Its registry has
+// no eviction, so no lease is ever hidden as expired.
 package peertest
 
 import (
 	"compress/gzip"
 	"encoding/base64"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +22,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -35,6 +40,7 @@ type Responder func(compat.ReplicationItem) (resp compat.ReplicationResponse, ok
 type Peer struct {
 	Server *httptest.Server
 	reg    *registry.Registry
+	apply  peerbatch.Applier // the batch items, answered as goreka's server answers them
 
 	mu          sync.Mutex
 	requests    []Request
@@ -49,6 +55,7 @@ type Peer struct {
 // the test.
 func New(t testing.TB) *Peer {
 	p := &Peer{reg: registry.New(registry.Options{})}
+	p.apply = peerbatch.Applier{Registry: p.reg}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Server.Close)
 	return p
@@ -133,6 +140,7 @@ func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	path = strings.TrimSuffix(path, "/")
 	parts := strings.Split(path, "/")
+	fromPeer := r.Header.Get("X-Netflix-Discovery-Replication") == "true"
 	switch {
 	case path == "peerreplication/batch" && r.Method == http.MethodPost:
 		p.batch(w, r)
@@ -146,24 +154,29 @@ func (p *Peer) serve(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		if _, err := p.reg.Register(in, r.Header.Get("X-Netflix-Discovery-Replication") == "true"); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+		if _, err := p.reg.RegisterFor(parts[1], in, fromPeer); err != nil {
+			w.WriteHeader(peerbatch.ErrorStatus(err))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodPut:
-		req := registry.RenewRequest{App: parts[1], ID: parts[2]}
+		req := registry.RenewRequest{App: parts[1], ID: parts[2], FromPeer: fromPeer}
 		if s := r.URL.Query().Get("lastDirtyTimestamp"); s != "" {
-			ms, _ := strconv.ParseInt(s, 10, 64)
+			ms, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || ms < 0 {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
 			req.LastDirtyTimestamp = time.UnixMilli(ms)
 		}
-		w.WriteHeader(code(p.reg.Renew(req)).StatusCode)
-	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodDelete:
-		if err := p.reg.Cancel(parts[1], parts[2], false); err != nil {
-			w.WriteHeader(http.StatusNotFound)
-			return
+		override, err := registry.ParseStatusParam("overriddenstatus", r.URL.Query().Get("overriddenstatus"), false)
+		if err == nil {
+			req.OverriddenStatus = override
+			err = p.reg.Renew(req)
 		}
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(peerbatch.Status(err))
+	case len(parts) == 3 && parts[0] == "apps" && r.Method == http.MethodDelete:
+		w.WriteHeader(peerbatch.Status(p.reg.Cancel(parts[1], parts[2], fromPeer)))
 	default:
 		http.NotFound(w, r)
 	}
@@ -206,55 +219,14 @@ func (p *Peer) batch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs := make([]compat.ReplicationResponse, len(items))
-	for i, it := range items {
+	for i := range items {
 		if respond != nil {
-			if resp, ok := respond(it); ok {
+			if resp, ok := respond(items[i]); ok {
 				rs[i] = resp
 				continue
 			}
 		}
-		rs[i] = p.apply(it)
+		rs[i] = p.apply.Apply(&items[i])
 	}
 	w.Write(compat.AppendReplicationResponses(nil, rs))
-}
-
-// apply processes one item as a replication, as PeerReplicationResource does.
-func (p *Peer) apply(it compat.ReplicationItem) compat.ReplicationResponse {
-	var dirty time.Time
-	if it.HasLastDirty {
-		dirty = time.UnixMilli(it.LastDirtyTimestamp)
-	}
-	switch it.Action {
-	case compat.ActionRegister:
-		if it.Instance == nil || it.Instance.Instance == nil {
-			return compat.ReplicationResponse{StatusCode: http.StatusInternalServerError}
-		}
-		in := it.Instance.Instance.Clone()
-		in.LeaseInfo = registry.LeaseInfo{RenewalInterval: it.Instance.RenewalInterval, Duration: it.Instance.Duration}
-		p.reg.Register(in, true)
-		return compat.ReplicationResponse{StatusCode: http.StatusOK}
-	case compat.ActionHeartbeat:
-		return code(p.reg.Renew(registry.RenewRequest{App: it.AppName, ID: it.ID, FromPeer: true,
-			LastDirtyTimestamp: dirty, OverriddenStatus: registry.Status(it.OverriddenStatus)}))
-	case compat.ActionCancel:
-		return code(p.reg.Cancel(it.AppName, it.ID, true))
-	case compat.ActionStatusUpdate:
-		return code(p.reg.StatusUpdate(it.AppName, it.ID, registry.Status(it.Status), dirty, true))
-	case compat.ActionDeleteStatusOverride:
-		return code(p.reg.DeleteStatusOverride(it.AppName, it.ID, registry.Status(it.Status), dirty, true))
-	}
-	return compat.ReplicationResponse{StatusCode: http.StatusInternalServerError}
-}
-
-// code answers a registry outcome as a Eureka peer does: 200, 409 with the
-// stored copy, or 404 for anything else.
-func code(err error) compat.ReplicationResponse {
-	var conflict *registry.ConflictError
-	switch {
-	case err == nil:
-		return compat.ReplicationResponse{StatusCode: http.StatusOK}
-	case errors.As(err, &conflict):
-		return compat.ReplicationResponse{StatusCode: http.StatusConflict, Entity: &conflict.Stored}
-	}
-	return compat.ReplicationResponse{StatusCode: http.StatusNotFound}
 }

@@ -12,15 +12,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // Prefix is where the API is mounted.
-const Prefix = "/goreka/api/v1"
+const Prefix = wire.Prefix
 
 // Paging limits of GET /instances.
 const (
-	DefaultLimit = 1000
-	MaxLimit     = 10000
+	DefaultLimit = wire.DefaultLimit
+	MaxLimit     = wire.MaxLimit
 )
 
 // Config tunes the API. The zero value is usable.
@@ -91,12 +92,6 @@ func (a *API) Mount(r gin.IRouter) {
 	g.GET("/watch", a.watch)
 	g.GET("/changes", a.changes)
 	g.GET("/prometheus-sd", a.prometheusSD)
-}
-
-// ErrorAnswer is the body of a 400: the offending parameter and why.
-type ErrorAnswer struct {
-	Error     string `json:"error"`
-	Parameter string `json:"parameter,omitempty"`
 }
 
 type paramError struct{ name, msg string }

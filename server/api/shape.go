@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // Lifecycle is what the lease says about an instance, beside the status its
@@ -37,56 +38,22 @@ func LastHeartbeat(v registry.LeaseView) time.Time { return v.LastHeartbeat }
 // LifecycleOf derives the lifecycle of a live lease at now.
 func LifecycleOf(v registry.LeaseView, now time.Time) Lifecycle { return v.Lifecycle(now) }
 
-// Instance is the plain JSON shape of one instance (documented in
-// README.md, "Tools"). Timestamps are RFC 3339 in UTC; empty ones are left
-// out.
-type Instance struct {
-	App              string            `json:"app"`
-	ID               string            `json:"id"`
-	HostName         string            `json:"hostName"`
-	IPAddr           string            `json:"ipAddr"`
-	Status           registry.Status   `json:"status"`
-	OverriddenStatus registry.Status   `json:"overriddenStatus"`
-	Lifecycle        Lifecycle         `json:"lifecycle,omitempty"`
-	Static           bool              `json:"static,omitempty"`
-	Port             int               `json:"port"`
-	PortEnabled      bool              `json:"portEnabled"`
-	SecurePort       int               `json:"securePort"`
-	SecurePortOn     bool              `json:"securePortEnabled"`
-	VIPAddress       string            `json:"vipAddress,omitempty"`
-	SecureVIPAddress string            `json:"secureVipAddress,omitempty"`
-	HomePageURL      string            `json:"homePageUrl,omitempty"`
-	StatusPageURL    string            `json:"statusPageUrl,omitempty"`
-	HealthCheckURL   string            `json:"healthCheckUrl,omitempty"`
-	SecureHealthURL  string            `json:"secureHealthCheckUrl,omitempty"`
-	AppGroupName     string            `json:"appGroupName,omitempty"`
-	ASGName          string            `json:"asgName,omitempty"`
-	CountryID        int               `json:"countryId"`
-	DataCenter       DataCenter        `json:"dataCenter"`
-	Metadata         map[string]string `json:"metadata"`
-	Lease            Lease             `json:"lease"`
-	LastUpdated      string            `json:"lastUpdated,omitempty"`
-	LastDirty        string            `json:"lastDirty,omitempty"`
-	// Revision is the registry revision of the instance's last change.
-	Revision int64 `json:"revision"`
-}
-
-// DataCenter is the instance's dataCenterInfo.
-type DataCenter struct {
-	Name     string            `json:"name"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-}
-
-// Lease is the instance's lease. LastHeartbeat is the real time of the last
-// renewal (not Eureka's lastRenewalTimestamp quirk, see LastHeartbeat).
-type Lease struct {
-	RenewalIntervalSeconds int64  `json:"renewalIntervalSeconds"`
-	DurationSeconds        int64  `json:"durationSeconds"`
-	Registered             string `json:"registered,omitempty"`
-	LastHeartbeat          string `json:"lastHeartbeat,omitempty"`
-	ServiceUp              string `json:"serviceUp,omitempty"`
-	Evicted                string `json:"evicted,omitempty"`
-}
+// The JSON shapes of the API are package wire's (server/api/wire), so that
+// a client reads them without importing this package and gin; they are
+// named here too for the code that builds them.
+type (
+	Instance      = wire.Instance
+	DataCenter    = wire.DataCenter
+	Lease         = wire.Lease
+	InstancesPage = wire.InstancesPage
+	AppsAnswer    = wire.AppsAnswer
+	App           = wire.App
+	Change        = wire.Change
+	Snapshot      = wire.Snapshot
+	Lagged        = wire.Lagged
+	ChangesAnswer = wire.ChangesAnswer
+	ErrorAnswer   = wire.ErrorAnswer
+)
 
 func stamp(t time.Time) string {
 	if t.IsZero() {
@@ -128,54 +95,17 @@ func InstanceOf(v registry.LeaseView, lc Lifecycle) Instance {
 	}
 }
 
-// InstancesPage is the answer of GET /goreka/api/v1/instances.
-type InstancesPage struct {
-	// Revision is the registry revision the page was read at.
-	Revision  int64      `json:"revision"`
-	Instances []Instance `json:"instances"`
-	// Continue, when not empty, is passed as ?continue= for the next page.
-	Continue string `json:"continue,omitempty"`
-}
-
-// AppsAnswer is the answer of GET /goreka/api/v1/apps.
-type AppsAnswer struct {
-	Revision int64 `json:"revision"`
-	Apps     []App `json:"apps"`
-}
-
-// App is one application with its instance counts by status.
-type App struct {
-	Name      string                  `json:"name"`
-	Instances int                     `json:"instances"`
-	Statuses  map[registry.Status]int `json:"statuses"`
-}
-
-// Change is one event of the watch and of the long poll.
-type Change struct {
-	Revision int64  `json:"revision"`
-	Kind     string `json:"kind"`
-	App      string `json:"app"`
-	ID       string `json:"id"`
-	// PrevStatus is the status before the change ("" if it was not
-	// registered).
-	PrevStatus registry.Status `json:"prevStatus,omitempty"`
-	// Instance is the instance after the change; for cancel and evict
-	// the last stored copy.
-	Instance Instance `json:"instance"`
-	FromPeer bool     `json:"fromPeer,omitempty"`
-}
-
 // Kinds of Change, one per registry.EventKind.
 var kindNames = map[registry.EventKind]string{
-	registry.EventRegister:             "register",
-	registry.EventCancel:               "cancel",
-	registry.EventEvict:                "evict",
-	registry.EventStatusUpdate:         "status-update",
-	registry.EventDeleteStatusOverride: "delete-status-override",
-	registry.EventStatusCorrected:      "status-corrected",
-	registry.EventOverrideStored:       "override-stored",
-	registry.EventProbeStatus:          "probe-status",
-	registry.EventHeldStatus:           "held-status",
+	registry.EventRegister:             wire.KindRegister,
+	registry.EventCancel:               wire.KindCancel,
+	registry.EventEvict:                wire.KindEvict,
+	registry.EventStatusUpdate:         wire.KindStatusUpdate,
+	registry.EventDeleteStatusOverride: wire.KindDeleteStatusOverride,
+	registry.EventStatusCorrected:      wire.KindStatusCorrected,
+	registry.EventOverrideStored:       wire.KindOverrideStored,
+	registry.EventProbeStatus:          wire.KindProbeStatus,
+	registry.EventHeldStatus:           wire.KindHeldStatus,
 }
 
 // ChangeOf is the plain shape of an event.

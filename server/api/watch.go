@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // history is a bounded ring of the recent changes (events that changed
@@ -87,13 +88,6 @@ func (h *history) between(ctx context.Context, since, upto int64) ([]registry.Ev
 	return out, true
 }
 
-// Snapshot is the whole registry at a revision: the start of a watch or a
-// long poll that has nothing to resume from.
-type Snapshot struct {
-	Revision  int64      `json:"revision"`
-	Instances []Instance `json:"instances"`
-}
-
 func (a *API) snapshot() Snapshot {
 	view := a.reg.Applications()
 	now := a.cfg.Now()
@@ -146,13 +140,6 @@ func (a *API) start(ctx context.Context, since int64) (sub *registry.Subscriptio
 	return sub, backlog, !ok
 }
 
-// Lagged is the last event of a watch that fell behind: resume with
-// ?since=Revision.
-type Lagged struct {
-	Revision int64  `json:"revision"`
-	Reason   string `json:"reason"`
-}
-
 func (a *API) watch(c *gin.Context) {
 	q, err := params(c, "since")
 	if err != nil {
@@ -182,12 +169,12 @@ func (a *API) watch(c *gin.Context) {
 	if snap {
 		s := a.snapshot()
 		last = s.Revision
-		if sse(w, last, "snapshot", s) != nil {
+		if sse(w, last, wire.EventSnapshot, s) != nil {
 			return
 		}
 	} else {
 		for _, e := range backlog {
-			if sse(w, e.Revision, "change", a.change(e)) != nil {
+			if sse(w, e.Revision, wire.EventChange, a.change(e)) != nil {
 				return
 			}
 		}
@@ -211,7 +198,7 @@ func (a *API) watch(c *gin.Context) {
 				var lag *registry.LaggedError
 				if errors.As(sub.Err(), &lag) {
 					r := max(last, lag.Revision)
-					_ = sse(w, r, "lagged", Lagged{Revision: r, Reason: "the watcher fell behind; resume with ?since=" + strconv.FormatInt(r, 10)})
+					_ = sse(w, r, wire.EventLagged, Lagged{Revision: r, Reason: "the watcher fell behind; resume with ?since=" + strconv.FormatInt(r, 10)})
 					w.Flush()
 				}
 				return
@@ -223,7 +210,7 @@ func (a *API) watch(c *gin.Context) {
 			if !e.Changed {
 				continue
 			}
-			if sse(w, e.Revision, "change", a.change(e)) != nil {
+			if sse(w, e.Revision, wire.EventChange, a.change(e)) != nil {
 				return
 			}
 			if len(sub.Events()) == 0 {
@@ -249,15 +236,6 @@ func sse(w gin.ResponseWriter, id int64, event string, v any) error {
 	buf = append(buf, "\n\n"...)
 	_, err = w.Write(buf)
 	return err
-}
-
-// ChangesAnswer is the answer of the long poll GET /changes. Revision is
-// what to pass as ?since= next. Snapshot is set instead of Changes when the
-// poll had nothing to resume from (since=0, or since no longer retained).
-type ChangesAnswer struct {
-	Revision int64     `json:"revision"`
-	Changes  []Change  `json:"changes"`
-	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 func (a *API) changes(c *gin.Context) {

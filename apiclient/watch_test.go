@@ -1,0 +1,156 @@
+package apiclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/server/api/wire"
+)
+
+// The watch of a real API: a snapshot from 0, then every change in order;
+// a consumer that stops closes the stream.
+func TestWatchAgainstAPI(t *testing.T) {
+	g := newGoreka(t, "", "")
+	g.register("ORDERS", "o1")
+	c := mustNew(t, g.srv.URL, WithHTTPClient(&http.Client{Timeout: time.Nanosecond})) // the watch ignores it
+	var got []string
+	for ev, err := range c.Watch(t.Context(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case wire.EventSnapshot:
+			got = append(got, fmt.Sprintf("%d snapshot %d", ev.ID, len(ev.Snapshot.Instances)))
+			g.register("ORDERS", "o2")
+			g.register("ORDERS", "o3")
+		case wire.EventChange:
+			got = append(got, fmt.Sprintf("%d %s %s", ev.ID, ev.Change.Kind, ev.Change.ID))
+		}
+		if len(got) == 3 {
+			break
+		}
+	}
+	if w := "1 snapshot 1|2 register o2|3 register o3"; strings.Join(got, "|") != w {
+		t.Errorf("watch: %q, want %q", strings.Join(got, "|"), w)
+	}
+	// From a revision: only what came after it.
+	for ev, err := range c.Watch(t.Context(), 2) {
+		if err != nil || ev.Change == nil || ev.Change.ID != "o3" || string(ev.Data) == "" {
+			t.Fatalf("since 2: %v %+v", err, ev)
+		}
+		break
+	}
+}
+
+// sseServer answers each watch connection with the next script, recording
+// the since of each.
+type sseServer struct {
+	mu      sync.Mutex
+	scripts []string
+	since   []string
+	hanging chan struct{} // a "hang" script has its connection
+	srv     *httptest.Server
+}
+
+func newSSEServer(t *testing.T, scripts ...string) *sseServer {
+	s := &sseServer{scripts: scripts, hanging: make(chan struct{}, len(scripts))}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.since = append(s.since, r.URL.Query().Get("since"))
+		var script string
+		if len(s.scripts) > 0 {
+			script, s.scripts = s.scripts[0], s.scripts[1:]
+		}
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if script == "hang" {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			s.hanging <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprint(w, script)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func change(rev int64, id string) string {
+	return fmt.Sprintf("id: %d\nevent: change\ndata: {\"revision\":%d,\"kind\":\"register\",\"app\":\"A\",\"id\":%q,\"instance\":{}}\n\n", rev, rev, id)
+}
+
+// A lagged event is delivered, then the watch reconnects from its
+// revision; the end of the stream is a *StreamError saying where to resume.
+func TestWatchResumesAfterLagged(t *testing.T) {
+	s := newSSEServer(t,
+		change(5, "a")+": keep-alive\n\n"+"id: 9\nevent: lagged\ndata: {\"revision\":9,\"reason\":\"behind\"}\n\n"+change(6, "never"),
+		change(10, "b")+"event: novel\ndata: {}\n\n")
+	c := mustNew(t, s.srv.URL)
+	var got []string
+	var last error
+	for ev, err := range c.Watch(t.Context(), 4) {
+		if err != nil {
+			last = err
+			break
+		}
+		got = append(got, fmt.Sprintf("%s %d", ev.Type, ev.ID))
+	}
+	if w := "change 5|lagged 9|change 10|novel 0"; strings.Join(got, "|") != w {
+		t.Errorf("events %q, want %q", strings.Join(got, "|"), w)
+	}
+	if strings.Join(s.since, ",") != "4,9" {
+		t.Errorf("connections since %q, want 4,9", s.since)
+	}
+	var se *StreamError
+	if !errors.As(last, &se) || se.Err != nil || se.Revision != 10 || !strings.Contains(last.Error(), "the server ended the stream") {
+		t.Errorf("end: %v, want a StreamError at revision 10", last)
+	}
+}
+
+// An event that does not decode is yielded with the error that ends the
+// watch.
+func TestWatchBadEvent(t *testing.T) {
+	s := newSSEServer(t, "event: change\ndata: {\"revision\":\"x\"}\n\n")
+	for ev, err := range mustNew(t, s.srv.URL).Watch(t.Context(), 1) {
+		var se *StreamError
+		if ev.Type != wire.EventChange || ev.Change != nil || string(ev.Data) != `{"revision":"x"}` ||
+			!errors.As(err, &se) || !strings.Contains(err.Error(), "bad change event") {
+			t.Fatalf("bad event: %+v %v", ev, err)
+		}
+	}
+}
+
+// Cancelling the context ends a watch that waits for events, with an
+// error that says so, and leaves no connection behind (the server's Close
+// waits for them).
+func TestWatchCancel(t *testing.T) {
+	s := newSSEServer(t, "hang")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		for _, err := range mustNew(t, s.srv.URL).Watch(ctx, 1) {
+			done <- err
+			return
+		}
+		done <- nil
+	}()
+	<-s.hanging
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end")
+	}
+	s.srv.Close()
+}
