@@ -30,15 +30,16 @@ type Config[T any] struct {
 	New func(name string) (T, error)
 }
 
-// Hooks run the namespaces of a Manager (Start).
+// Hooks run the namespaces of a Manager (Start). Start and Run are called
+// under the manager's lock and must not call the Manager; a nil hook does
+// nothing.
 type Hooks[T any] struct {
 	// Start runs a namespace that exists when Start is called, under the
 	// manager's lock, by name.
 	Start func(name string, v T)
 	// Prepare readies a namespace Get created before it is kept (the
 	// caller restores its snapshot there). It runs without the manager's
-	// lock, so that requests of other namespaces do not wait for it; nil
-	// does nothing.
+	// lock, so that requests of other namespaces do not wait for it.
 	Prepare func(name string, v T)
 	// Run runs a namespace Get created, once it is kept: under the
 	// manager's lock, which Close takes too, so that nothing starts after
@@ -162,7 +163,9 @@ func (m *Manager[T]) Get(name string, create bool) (T, error) {
 		c.err = closed(name)
 	default:
 		m.m[name] = v
-		hooks.Run(name, v)
+		if hooks.Run != nil {
+			hooks.Run(name, v)
+		}
 		c.v = v
 	}
 	m.mu.Unlock()
@@ -177,6 +180,9 @@ func (m *Manager[T]) Start(ctx context.Context, hooks Hooks[T]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx, m.hooks = ctx, hooks
+	if hooks.Start == nil {
+		return
+	}
 	for _, name := range slices.Sorted(maps.Keys(m.m)) {
 		hooks.Start(name, m.m[name])
 	}
