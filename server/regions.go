@@ -11,7 +11,7 @@ import (
 )
 
 // The remote regions are merged into the registry documents by package
-// document; the server reads them from its Builder (Deps.Documents) for
+// document; the server reads them from its Builder (Deps.Docs) for
 // what it decides itself: the cache key and the 403 of ?regions=, and the
 // fallback of single-instance reads.
 

@@ -33,7 +33,7 @@ func TestRegionSegmentKeyedByTheCopiesItHolds(t *testing.T) {
 	cfg.UseReadOnly = false
 	cfg.Now = f.clock.Now
 	c = cache.NewStreaming(cfg, docs.Load)
-	f.srv = New(Config{}, Deps{Registry: f.reg, Documents: docs, Cache: c, Now: f.clock.Now})
+	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: c, Now: f.clock.Now})
 	if err := r.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}

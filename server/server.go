@@ -2,7 +2,7 @@
 // HTTP with gin. Handlers are thin: they read the request, call the registry
 // or the response cache, and write exactly what a Java Eureka server writes.
 // The registry documents the cache holds are built by package document
-// (Deps.Documents); the handlers add what is HTTP: content negotiation, the
+// (Deps.Docs); the handlers add what is HTTP: content negotiation, the
 // ETag and gzip headers, status codes.
 //
 // A Server is one registry's API. Namespaces (docs/DESIGN.md "Namespaces")
@@ -55,12 +55,12 @@ type Expiry interface{ LeaseExpirationEnabled() bool }
 // Deps are the collaborators of a Server. Registry is required.
 type Deps struct {
 	Registry *registry.Registry
-	// Documents builds the registry documents and holds the remote regions
+	// Docs builds the registry documents and holds the remote regions
 	// merged into reads; nil: document.New of Registry alone (default
 	// codecs, no region).
-	Documents *document.Builder
+	Docs *document.Builder
 	// Cache serves registry reads and must load them through
-	// Documents.Load; nil builds one with Eureka's defaults.
+	// Docs.Load; nil builds one with Eureka's defaults.
 	Cache  *cache.Cache
 	Gate   Gate
 	Expiry Expiry
@@ -118,7 +118,7 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxBatchBodyBytes <= 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
-	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Documents}
+	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Docs}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

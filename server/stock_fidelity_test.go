@@ -114,5 +114,5 @@ func newStockFixture(t *testing.T, codecs compat.Codecs) *fixture {
 	cfg.Now = clk.Now
 	docs := document.New(document.Config{Registry: reg, Codecs: codecs})
 	c = cache.NewStreaming(cfg, docs.Load)
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Documents: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
+	return &fixture{srv: New(Config{}, Deps{Registry: reg, Docs: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
 }

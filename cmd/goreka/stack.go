@@ -91,15 +91,15 @@ func (a *app) newStack(name string, peers []replication.Peer) (*stack, error) {
 		limiters = a.stack.srv.Limiters()
 	}
 	s.srv = server.New(serverConfig(cfg), server.Deps{
-		Limiters:  limiters,
-		Registry:  s.reg,
-		Documents: docs,
-		Cache:     s.cache,
-		Gate:      s.evictor,
-		Expiry:    s.evictor,
-		Status:    stackStatus{a, s},
-		Logger:    s.log.With("component", "http"),
-		Now:       now,
+		Limiters: limiters,
+		Registry: s.reg,
+		Docs:     docs,
+		Cache:    s.cache,
+		Gate:     s.evictor,
+		Expiry:   s.evictor,
+		Status:   stackStatus{a, s},
+		Logger:   s.log.With("component", "http"),
+		Now:      now,
 	})
 	s.srv.MountAPI(s.api)
 	if cfg.Goreka.ConsulAPI {
