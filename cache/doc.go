@@ -53,7 +53,7 @@
 // A loader may write precompressed pieces (Segment, through SegmentWriter) besides plain
 // bytes. The cache frames everything written as one gzip member: plain bytes are compressed as
 // they come, segments are copied in (each is raw deflate without history ending on a sync
-// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). server's
+// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). document's
 // loader keeps the segments of chunks of applications and re-encodes only the chunks whose
 // applications changed, so a rebuild after one registration in a 100k registry compresses a
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
