@@ -1,4 +1,4 @@
-package server
+package interop
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
 )
 
@@ -50,7 +51,7 @@ func TestPrometheusDiscoversGoreka(t *testing.T) {
 	var a *api.API
 	reg := registry.New(registry.Options{OnEvent: func(e registry.Event) { a.OnEvent(e) }})
 	a = api.New(reg, api.Config{})
-	srv := New(Config{}, Deps{Registry: reg})
+	srv := server.New(server.Config{}, server.Deps{Registry: reg})
 	srv.MountAPI(a)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
