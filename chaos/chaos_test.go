@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // Invariant bounds (RELIABILITY.md states them with the figures).
@@ -580,7 +581,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := buildGoreka(t.TempDir())
+	bin, err := proctest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
