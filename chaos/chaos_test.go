@@ -618,7 +618,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	}
 	t.Cleanup(func() {
 		for _, nd := range r.nodes {
-			if nd.up() || nd.paused {
+			if nd.up() || nd.paused() {
 				_ = nd.signal(syscall.SIGKILL)
 			}
 		}
@@ -657,7 +657,7 @@ func (r *run) healAll() {
 	}
 	for _, nd := range r.nodes {
 		if !nd.up() {
-			if nd.paused {
+			if nd.paused() {
 				_ = nd.signal(syscall.SIGCONT)
 			} else if err := nd.start(); err != nil {
 				r.violate("restart %s: %v", nd.short, err)

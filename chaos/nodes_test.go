@@ -44,7 +44,6 @@ type node struct {
 
 	mu     sync.Mutex
 	p      *proctest.Proc // nil when stopped by a signal
-	paused bool
 	starts int
 }
 
@@ -84,7 +83,7 @@ func (nd *node) start() error {
 	if err != nil {
 		return err
 	}
-	nd.p, nd.paused = p, false
+	nd.p = p
 	nd.starts++
 	return nil
 }
@@ -97,20 +96,14 @@ func (nd *node) signal(sig syscall.Signal) error {
 		nd.mu.Unlock()
 		return fmt.Errorf("%s is not running", nd.short)
 	}
-	switch sig {
-	case syscall.SIGSTOP:
-		nd.paused = true
-	case syscall.SIGCONT:
-		nd.paused = false
-	}
 	nd.mu.Unlock()
 	if sig != syscall.SIGKILL && sig != syscall.SIGTERM {
-		return p.Signal(sig)
+		return p.Signal(sig) // SIGSTOP and SIGCONT: p.Paused
 	}
 	// Stop continues a paused node and kills it after 20 s.
 	_ = p.Stop(sig, 20*time.Second)
 	nd.mu.Lock()
-	nd.p, nd.paused = nil, false
+	nd.p = nil
 	nd.mu.Unlock()
 	return nil
 }
@@ -119,7 +112,14 @@ func (nd *node) signal(sig syscall.Signal) error {
 func (nd *node) up() bool {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	return nd.p != nil && !nd.paused
+	return nd.p != nil && !nd.p.Paused()
+}
+
+// paused reports whether the node is running and SIGSTOPped.
+func (nd *node) paused() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.p != nil && nd.p.Paused()
 }
 
 // waitHealthy polls the health endpoint from the root namespace; it ends

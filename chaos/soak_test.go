@@ -223,9 +223,9 @@ func slope(ss []sample, f func(sample) float64) float64 {
 // its metrics. A paused or stopped node is skipped.
 func (r *run) sample(nd *node) (sample, bool) {
 	nd.mu.Lock()
-	p, paused := nd.p, nd.paused
+	p := nd.p
 	nd.mu.Unlock()
-	if p == nil || paused {
+	if p == nil || p.Paused() {
 		return sample{}, false
 	}
 	pid := p.Pid()
