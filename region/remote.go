@@ -295,7 +295,7 @@ func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applica
 	}
 	next, changed := applyDelta(cur, delta)
 	r.publish(next, delta, changed, curDelta)
-	if got := compat.HashCode(next); got != delta.HashCode {
+	if got := next.ReconcileHashCode(); got != delta.HashCode {
 		r.deltaMismatch.Add(1)
 		r.log.Info("reconcile hash codes differ, fetching the full registry", "local", got, "remote", delta.HashCode)
 		return r.storeFull(ctx, next, delta)
@@ -510,7 +510,7 @@ func fromMap(byApp map[string]map[string]registry.LeaseView, hash string) *regis
 		out.Apps = append(out.Apps, app)
 	}
 	slices.SortFunc(out.Apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
-	out.HashCode = compat.HashCode(out)
+	out.HashCode = out.ReconcileHashCode()
 	return out
 }
 
