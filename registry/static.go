@@ -120,12 +120,6 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	var prev Status
 	if existing != nil {
 		prev = existing.inst.Status
-		r.counts[prev]--
-		if !existing.static && r.expected > 0 {
-			r.expected-- // it was expected to renew; it no longer is
-		}
-	} else {
-		r.size++
 	}
 	if s, ok := r.overrides[id]; ok {
 		in.OverriddenStatus = s
@@ -145,11 +139,7 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 		l.serviceUp = now
 	}
 	group[id] = l
-	r.counts[in.Status]++
-	r.staticN++
-	if existing != nil && existing.static {
-		r.staticN--
-	}
+	r.accountLocked(existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, in.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, false)

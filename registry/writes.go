@@ -96,8 +96,6 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 			reg = own.Clone()
 			reg.LeaseInfo = in.LeaseInfo
 		}
-	} else if r.expected > 0 {
-		r.expected++
 	}
 	if reg.OverriddenStatus != "" && reg.OverriddenStatus != StatusUnknown {
 		if _, ok := r.overrides[id]; !ok {
@@ -128,9 +126,6 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	l.down, l.own = down, own
 	if existing != nil {
 		l.serviceUp = existing.serviceUp
-		r.counts[existing.inst.Status]--
-	} else {
-		r.size++
 	}
 	if reg.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
@@ -139,7 +134,7 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 		l.direct.Store(now.UnixNano())
 	}
 	group[id] = l
-	r.counts[reg.Status]++
+	r.accountLocked(existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, reg.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, fromPeer)
@@ -405,6 +400,41 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	return nil
 }
 
+// accountLocked keeps the registry's tallies in step when the lease stored
+// under a key changes from old to l (old nil: a new key; l nil: a removal):
+// the per-status counts behind apps__hashcode, the size, the static count,
+// and the expected clients behind self-preservation's threshold, which
+// grows by one for a new instance expected to renew and shrinks by one for
+// one no longer expected (removed, or taken over by a static registration),
+// and only while it is positive, as AbstractInstanceRegistry.register and
+// cancel do. The caller holds the write lock and stores l itself.
+func (r *Registry) accountLocked(old, l *lease) {
+	if old != nil {
+		r.counts[old.inst.Status]--
+		if old.static {
+			r.staticN--
+		}
+	} else {
+		r.size++
+	}
+	if l != nil {
+		r.counts[l.inst.Status]++
+		if l.static {
+			r.staticN++
+		}
+	} else {
+		r.size--
+	}
+	wasRenewing, renewing := old != nil && !old.static, l != nil && !l.static
+	if r.expected > 0 && wasRenewing != renewing {
+		if renewing {
+			r.expected++
+		} else {
+			r.expected--
+		}
+	}
+}
+
 // removeLocked removes a stored lease and records the removal. Caller holds
 // the write lock and delivers after unlocking.
 func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPeer bool, now time.Time) {
@@ -415,13 +445,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPe
 	if len(group) == 0 {
 		delete(r.apps, app)
 	}
-	r.size--
-	r.counts[l.inst.Status]--
-	if l.static {
-		r.staticN--
-	} else if r.expected > 0 {
-		r.expected--
-	}
+	r.accountLocked(l, nil)
 	in := l.inst.Clone()
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now
