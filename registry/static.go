@@ -111,12 +111,7 @@ func sameStatic(a, b *Instance) bool {
 // lease of the same key. Caller holds the write lock.
 func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	id := in.ID()
-	group := r.apps[in.App]
-	if group == nil {
-		group = make(map[string]*lease)
-		r.apps[in.App] = group
-	}
-	existing := group[id]
+	existing := r.apps[in.App][id]
 	var prev Status
 	if existing != nil {
 		prev = existing.inst.Status
@@ -138,8 +133,7 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	if in.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
 	}
-	group[id] = l
-	r.accountLocked(existing, l)
+	r.storeLocked(in.App, id, existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, in.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, false)

@@ -80,12 +80,7 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 // registerLocked is the body of register for a prepared instance.
 func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *Instance {
 	id := in.ID()
-	group := r.apps[in.App]
-	if group == nil {
-		group = make(map[string]*lease)
-		r.apps[in.App] = group
-	}
-	existing := group[id]
+	existing := r.apps[in.App][id]
 	var prev Status
 	reg := in
 	if existing != nil {
@@ -133,8 +128,7 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	if !fromPeer {
 		l.direct.Store(now.UnixNano())
 	}
-	group[id] = l
-	r.accountLocked(existing, l)
+	r.storeLocked(in.App, id, existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, reg.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, fromPeer)
@@ -400,15 +394,29 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	return nil
 }
 
-// accountLocked keeps the registry's tallies in step when the lease stored
-// under a key changes from old to l (old nil: a new key; l nil: a removal):
-// the per-status counts behind apps__hashcode, the size, the static count,
-// and the expected clients behind self-preservation's threshold, which
-// grows by one for a new instance expected to renew and shrinks by one for
-// one no longer expected (removed, or taken over by a static registration),
-// and only while it is positive, as AbstractInstanceRegistry.register and
-// cancel do. The caller holds the write lock and stores l itself.
-func (r *Registry) accountLocked(old, l *lease) {
+// storeLocked stores l under app/id in place of old (old nil: a new key;
+// l nil: the key is removed) and keeps the registry's tallies in step: the
+// per-status counts behind apps__hashcode, the size, the static count, and
+// the expected clients behind self-preservation's threshold, which grows by
+// one for a new instance expected to renew and shrinks by one for one no
+// longer expected (removed, or taken over by a static registration), and
+// only while it is positive, as AbstractInstanceRegistry.register and
+// cancel do. Every registration, static one and removal goes through it.
+// The caller holds the write lock.
+func (r *Registry) storeLocked(app, id string, old, l *lease) {
+	group := r.apps[app]
+	if l == nil {
+		delete(group, id)
+		if len(group) == 0 {
+			delete(r.apps, app)
+		}
+	} else {
+		if group == nil {
+			group = make(map[string]*lease)
+			r.apps[app] = group
+		}
+		group[id] = l
+	}
 	if old != nil {
 		r.counts[old.inst.Status]--
 		if old.static {
@@ -440,12 +448,7 @@ func (r *Registry) accountLocked(old, l *lease) {
 func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPeer bool, now time.Time) {
 	r.cancelled.add(now, app, id)
 	delete(r.overrides, id)
-	group := r.apps[app]
-	delete(group, id)
-	if len(group) == 0 {
-		delete(r.apps, app)
-	}
-	r.accountLocked(l, nil)
+	r.storeLocked(app, id, l, nil)
 	in := l.inst.Clone()
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now
