@@ -25,9 +25,9 @@
 //     such socket option on http.Transport, and the two callers answered
 //     differently: region bounded every wait for bytes, replication bounded
 //     the wait for headers and then capped the whole call (connect + 2 x
-//     read for a batch, 10 min for the sync), so a slow but steady whole
-//     registry failed at a batch's cap while a stalled one held the sync
-//     for minutes. Here the read timeout is Java's: a watchdog is armed when
+//     read for a batch, 10 min for the sync), so an answer that streamed
+//     steadily failed at a batch's cap while a sync body that stalled held
+//     start-up for up to 10 min. Here the read timeout is Java's: a watchdog is armed when
 //     the request is written and before each read of the body, disarmed when
 //     bytes arrive, and cancels the call with ErrReadTimeout when it fires.
 //     A large body that keeps streaming is read to its end, a stalled one

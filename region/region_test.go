@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/eurekahttp"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
@@ -241,6 +242,24 @@ func TestHangingRegionIsBounded(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("fetch from a hanging region not bounded by its read timeout")
+	}
+}
+
+// TestReadTimeoutDoesNotBackOff: a read timeout fails the fetch, but it is
+// not a fetch abandoned at its interval (Eureka's TimedSupervisorTask backs
+// off only for those), so the next fetch keeps the interval.
+func TestReadTimeoutDoesNotBackOff(t *testing.T) {
+	srv := hangingServer(t)
+	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", ReadTimeout: 200 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.FetchOnce(context.Background())
+	if !errors.Is(err, eurekahttp.ErrReadTimeout) {
+		t.Fatalf("fetch from a hanging region: %v, want a read timeout", err)
+	}
+	if d := nextDelay(r.cfg.FetchInterval, r.cfg.FetchInterval, err); d != r.cfg.FetchInterval {
+		t.Fatalf("delay after %v = %v, want one interval", err, d)
 	}
 }
 

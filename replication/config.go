@@ -58,7 +58,8 @@ type Config struct {
 
 	// UserAgent is sent on every peer call (default goreka-replication/dev).
 	UserAgent string
-	// HTTPClient replaces the client built from the timeouts (tests, TLS).
+	// HTTPClient replaces the client built from the timeouts (tests, TLS);
+	// the read timeout still applies (eurekahttp.Config.HTTPClient).
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
