@@ -27,13 +27,14 @@
 //     the wait for headers and then capped the whole call (connect + 2 x
 //     read for a batch, 10 min for the sync), so an answer that streamed
 //     steadily failed at a batch's cap while a sync body that stalled held
-//     start-up for up to 10 min. Here the read timeout is Java's: a watchdog is armed when
-//     the request is written and before each read of the body, disarmed when
-//     bytes arrive, and cancels the call with ErrReadTimeout when it fires.
-//     A large body that keeps streaming is read to its end, a stalled one
-//     fails after one read timeout. A bound on the whole call is the
-//     caller's policy, through the context (region: one fetch interval, as
-//     Eureka's TimedSupervisorTask; replication's sync: 10 min).
+//     start-up for up to 10 min. Here the read timeout is Java's: a
+//     watchdog is armed when the request is written and before each read
+//     of the body, disarmed when bytes arrive, and cancels the call with
+//     ErrReadTimeout when it fires. A large body that keeps streaming is
+//     read to its end, a stalled one fails after one read timeout. A bound
+//     on the whole call is the caller's policy, through the context
+//     (region: one fetch interval, as Eureka's TimedSupervisorTask;
+//     replication's sync: 10 min; a batch: none, as in Java).
 //
 // ErrReadTimeout is a net.Error whose Timeout is true and is not
 // context.DeadlineExceeded: replication counts it as congestion, like any
