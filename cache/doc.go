@@ -76,10 +76,10 @@
 //
 // # Typical use
 //
-//	c := cache.New(cache.DefaultConfig(), func(k cache.Key) ([]byte, bool, error) {
-//		return encode(k) // the server's codec over a registry snapshot
-//	})
+//	docs := document.New(document.Config{Registry: reg, Codecs: codecs})
+//	c := cache.NewStreaming(cache.DefaultConfig(), docs.Load) // or cache.New with a Loader returning bytes
 //	go c.Run(ctx)
-//	registryOptions.OnChange = c.Invalidate
+//	// in the registry's Options.OnEvent listener, for each change of instance in:
+//	c.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
 //	v, err := c.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
 package cache
