@@ -4,7 +4,7 @@ GO       ?= go
 BIN      ?= bin/goreka
 FUZZTIME ?= 10s
 
-.PHONY: all build run test vet fmt-check unit fuzz compat compat-stock chaos chaos-soak browser bench bench-quick ci clean deploy-check manifests
+.PHONY: all build run test vet fmt-check unit interop fuzz compat compat-stock chaos chaos-soak browser bench bench-quick ci clean deploy-check manifests
 
 all: build
 
@@ -15,21 +15,31 @@ run:
 	$(GO) run ./cmd/goreka
 
 # The test command of the README: formatting, vet, and every Go test (unit,
-# golden, process-level) under the race detector.
-test: fmt-check vet unit
+# golden, process-level, and the interop module's) under the race detector.
+test: fmt-check vet unit interop
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if git grep -nE '^(<<<<<<<|>>>>>>>) ' -- ':!*.md5'; then echo "merge conflict markers left in the files above"; exit 1; fi
 
+# vet covers the interop module too (./... stops at a nested go.mod).
 vet:
 	$(GO) vet ./...
+	cd interop && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 ./...
 	# Allocation tests skip under the race detector (it makes sync.Pool drop
 	# items); run them once without it so a hot-path allocation fails the build.
 	$(GO) test -count=1 -run 'DoesNotAllocate' ./...
+
+# interop/ is its own Go module (like deploy/check), so that the libraries it
+# runs against goreka (github.com/hashicorp/consul/api,
+# github.com/prometheus/prometheus and, through them, k8s.io/client-go) stay
+# out of goreka's go.mod. Its Prometheus test needs the prometheus binary
+# (.ci/run installs it; without it the test skips, except under CI=true).
+interop:
+	cd interop && $(GO) test -race -count=1 ./...
 
 # Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).
 # Each entry is package:target.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gocache "github.com/patrickmn/go-cache"
+
+	"github.com/goreka/goreka/registry"
 )
 
 // Entity is the kind of thing a cached response describes (Eureka's Key.EntityType).
@@ -403,7 +405,7 @@ func (c *Cache) Invalidate(app, vip, svip string) {
 		}
 		add(e, addr)
 		if strings.Contains(addr, ",") {
-			for piece := range strings.SplitSeq(addr, ",") {
+			for piece := range registry.VIPPieces(addr) {
 				if piece != "" {
 					add(e, piece)
 				}

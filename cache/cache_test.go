@@ -19,9 +19,9 @@ import (
 // newClock returns the fake clock the tests start from.
 func newClock() *clocktest.Clock { return clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
-// registry is a fake data source: each key's payload names the key and a version that
+// fakeRegistry is a fake data source: each key's payload names the key and a version that
 // bump increases, so tests can tell a fresh payload from a stale one.
-type registry struct {
+type fakeRegistry struct {
 	mu       sync.Mutex
 	version  int
 	missing  map[string]bool // Application names with no instances
@@ -32,21 +32,21 @@ type registry struct {
 	started  chan Key              // if set, receives each key whose load starts
 }
 
-func newRegistry() *registry {
-	return &registry{missing: map[string]bool{}, fail: map[Key]error{}, loads: map[Key]int{}, blockFor: map[Key]chan struct{}{}}
+func newRegistry() *fakeRegistry {
+	return &fakeRegistry{missing: map[string]bool{}, fail: map[Key]error{}, loads: map[Key]int{}, blockFor: map[Key]chan struct{}{}}
 }
 
-func (r *registry) bump() {
+func (r *fakeRegistry) bump() {
 	r.mu.Lock()
 	r.version++
 	r.mu.Unlock()
 }
 
-func (r *registry) payload(k Key, version int) []byte {
+func (r *fakeRegistry) payload(k Key, version int) []byte {
 	return fmt.Appendf(nil, "%s|%s|json=%t|compact=%t|v%d", k.Entity, k.Name, k.JSON, k.Compact, version)
 }
 
-func (r *registry) load(k Key) ([]byte, bool, error) {
+func (r *fakeRegistry) load(k Key) ([]byte, bool, error) {
 	r.total.Add(1)
 	r.mu.Lock()
 	r.loads[k]++
@@ -71,7 +71,7 @@ func (r *registry) load(k Key) ([]byte, bool, error) {
 	return r.payload(k, version), true, nil
 }
 
-func (r *registry) loadsOf(k Key) int {
+func (r *fakeRegistry) loadsOf(k Key) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.loads[k]

@@ -53,7 +53,7 @@
 // A loader may write precompressed pieces (Segment, through SegmentWriter) besides plain
 // bytes. The cache frames everything written as one gzip member: plain bytes are compressed as
 // they come, segments are copied in (each is raw deflate without history ending on a sync
-// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). server's
+// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). document's
 // loader keeps the segments of chunks of applications and re-encodes only the chunks whose
 // applications changed, so a rebuild after one registration in a 100k registry compresses a
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
@@ -76,10 +76,10 @@
 //
 // # Typical use
 //
-//	c := cache.New(cache.DefaultConfig(), func(k cache.Key) ([]byte, bool, error) {
-//		return encode(k) // the server's codec over a registry snapshot
-//	})
+//	docs := document.New(document.Config{Registry: reg, Codecs: codecs})
+//	c := cache.NewStreaming(cache.DefaultConfig(), docs.Load) // or cache.New with a Loader returning bytes
 //	go c.Run(ctx)
-//	registryOptions.OnChange = c.Invalidate
+//	// in the registry's Options.OnEvent listener, for each change of instance in:
+//	c.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
 //	v, err := c.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
 package cache

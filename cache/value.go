@@ -17,7 +17,7 @@ import (
 // gzipLevel is the compression level of the stored gzip bytes and of every
 // Segment, with github.com/klauspost/compress/flate, chosen by measurement.
 //
-// server's BenchmarkBuildAll (goreka-bench's fleet shape, registered on a
+// document's BenchmarkBuildAll (goreka-bench's fleet shape, registered on a
 // fake clock so sizes repeat; 11 MB of JSON at 10k instances, built as chunks
 // of 256+ instances), against the previous encoder, compress/gzip level 2
 // over the whole document, on the shared 2-core build machine:

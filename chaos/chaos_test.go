@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // Invariant bounds (RELIABILITY.md states them with the figures).
@@ -580,7 +581,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := buildGoreka(t.TempDir())
+	bin, err := proctest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +618,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	}
 	t.Cleanup(func() {
 		for _, nd := range r.nodes {
-			if nd.up() || nd.paused {
+			if nd.up() || nd.paused() {
 				_ = nd.signal(syscall.SIGKILL)
 			}
 		}
@@ -656,7 +657,7 @@ func (r *run) healAll() {
 	}
 	for _, nd := range r.nodes {
 		if !nd.up() {
-			if nd.paused {
+			if nd.paused() {
 				_ = nd.signal(syscall.SIGCONT)
 			} else if err := nd.start(); err != nil {
 				r.violate("restart %s: %v", nd.short, err)

@@ -148,7 +148,7 @@ func (c *fleetClient) hash() string {
 		}
 		apps.Apps = append(apps.Apps, a)
 	}
-	return compat.HashCode(apps)
+	return apps.ReconcileHashCode()
 }
 
 func (c *fleetClient) full() {

@@ -5,13 +5,12 @@ package chaos
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // Timings of the run: short, so that a lease, an eviction and a heal fit
@@ -43,12 +42,9 @@ type node struct {
 	tm              timing
 	extra           []string // appended to args (a later flag wins)
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{}
-	paused  bool
-	starts  int
-	logFile *os.File
+	mu     sync.Mutex
+	p      *proctest.Proc // nil when stopped by a signal
+	starts int
 }
 
 func (nd *node) url() string { return fmt.Sprintf("http://%s:%d/eureka/", nd.addr, nodePort) }
@@ -79,64 +75,35 @@ func (nd *node) args() []string {
 func (nd *node) start() error {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	if nd.cmd != nil {
+	if nd.p != nil {
 		return fmt.Errorf("%s already running", nd.short)
 	}
-	f, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := proctest.Start(proctest.Options{Name: nd.short, Path: "ip", Args: append([]string{"netns", "exec", nd.ns, nd.bin}, nd.args()...),
+		LogFile: nd.logPath, LogHeader: fmt.Sprintf("\n=== start %d at %s", nd.starts+1, time.Now().Format(time.RFC3339Nano))})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f, "\n=== start %d at %s\n", nd.starts+1, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command("ip", append([]string{"netns", "exec", nd.ns, nd.bin}, nd.args()...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return err
-	}
-	nd.cmd, nd.done, nd.logFile, nd.paused = cmd, make(chan struct{}), f, false
+	nd.p = p
 	nd.starts++
-	done := nd.done
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(done)
-	}()
 	return nil
 }
 
 // signal sends sig and, for SIGKILL and SIGTERM, waits (bounded) for the exit.
 func (nd *node) signal(sig syscall.Signal) error {
 	nd.mu.Lock()
-	cmd, done := nd.cmd, nd.done
-	if cmd == nil {
+	p := nd.p
+	if p == nil {
 		nd.mu.Unlock()
 		return fmt.Errorf("%s is not running", nd.short)
 	}
-	switch sig {
-	case syscall.SIGSTOP:
-		nd.paused = true
-	case syscall.SIGCONT:
-		nd.paused = false
-	}
 	nd.mu.Unlock()
-	if err := cmd.Process.Signal(sig); err != nil {
-		return err
-	}
 	if sig != syscall.SIGKILL && sig != syscall.SIGTERM {
-		return nil
+		return p.Signal(sig) // SIGSTOP and SIGCONT: p.Paused
 	}
-	if nd.paused {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-	}
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	// Stop continues a paused node and kills it after 20 s.
+	_ = p.Stop(sig, 20*time.Second)
 	nd.mu.Lock()
-	nd.cmd, nd.paused = nil, false
+	nd.p = nil
 	nd.mu.Unlock()
 	return nil
 }
@@ -145,33 +112,27 @@ func (nd *node) signal(sig syscall.Signal) error {
 func (nd *node) up() bool {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	return nd.cmd != nil && !nd.paused
+	return nd.p != nil && !nd.p.Paused()
 }
 
-// waitHealthy polls the health endpoint from the root namespace.
+// paused reports whether the node is running and SIGSTOPped.
+func (nd *node) paused() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.p != nil && nd.p.Paused()
+}
+
+// waitHealthy polls the health endpoint from the root namespace; it ends
+// early when the node's process exits.
 func (nd *node) waitHealthy(c *http.Client, limit time.Duration) error {
-	end := time.Now().Add(limit)
-	for {
-		resp, err := c.Get(fmt.Sprintf("http://%s:%d/actuator/health", nd.addr, nodePort))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(end) {
-			return fmt.Errorf("%s not healthy within %s: %v", nd.short, limit, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	nd.mu.Lock()
+	p := nd.p
+	nd.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%s is not running", nd.short)
 	}
-}
-
-func buildGoreka(dir string) (string, error) {
-	bin := filepath.Join(dir, "goreka")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/goreka")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/goreka: %v\n%s", err, out)
+	if err := p.WaitHTTP(c, fmt.Sprintf("http://%s:%d/actuator/health", nd.addr, nodePort), limit); err != nil {
+		return fmt.Errorf("%s not healthy within %s: %v", nd.short, limit, err)
 	}
-	return bin, nil
+	return nil
 }

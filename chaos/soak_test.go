@@ -223,12 +223,12 @@ func slope(ss []sample, f func(sample) float64) float64 {
 // its metrics. A paused or stopped node is skipped.
 func (r *run) sample(nd *node) (sample, bool) {
 	nd.mu.Lock()
-	cmd, paused := nd.cmd, nd.paused
+	p := nd.p
 	nd.mu.Unlock()
-	if cmd == nil || paused {
+	if p == nil || p.Paused() {
 		return sample{}, false
 	}
-	pid := cmd.Process.Pid
+	pid := p.Pid()
 	s := sample{at: time.Since(r.start)}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

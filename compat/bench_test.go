@@ -35,7 +35,7 @@ func registry10k() *registry.Applications {
 		}
 		apps.Apps = append(apps.Apps, app)
 	}
-	apps.HashCode = HashCode(apps)
+	apps.HashCode = apps.ReconcileHashCode()
 	return apps
 }
 
@@ -68,7 +68,7 @@ func BenchmarkHashCode10k(b *testing.B) {
 	apps := registry10k()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = HashCode(apps)
+		_ = apps.ReconcileHashCode()
 	}
 }
 

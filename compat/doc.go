@@ -1,6 +1,8 @@
 // Package compat reads and writes Eureka's wire formats byte for byte: the
 // legacy JSON codec (EurekaJacksonCodec) and XStream XML of the Java server,
-// full and compact, plus peer replication batches and apps__hashcode.
+// full and compact, plus peer replication batches. apps__hashcode is
+// computed by registry (Applications.ReconcileHashCode, HashCode); compat
+// only writes and reads the field.
 //
 // # Writing
 //

@@ -86,7 +86,7 @@ func fixture(xmlSafe bool) *registry.Applications {
 			{Name: "ORDER-SERVICE", Instances: []registry.LeaseView{view(a, 0, 390000), view(b, 5000, 395000)}},
 		},
 	}
-	apps.HashCode = HashCode(apps)
+	apps.HashCode = apps.ReconcileHashCode()
 	return apps
 }
 
@@ -311,33 +311,5 @@ func TestFormatNegotiation(t *testing.T) {
 	}
 	if JSON.ContentType() != "application/json" || XML.ContentType() != "application/xml" {
 		t.Error("content types")
-	}
-}
-
-func TestHashCode(t *testing.T) {
-	mk := func(statuses ...registry.Status) *registry.Applications {
-		app := registry.Application{Name: "A"}
-		for _, s := range statuses {
-			app.Instances = append(app.Instances, registry.LeaseView{Instance: &registry.Instance{Status: s}})
-		}
-		return &registry.Applications{Apps: []registry.Application{app, {Name: "EMPTY"}}}
-	}
-	tests := []struct {
-		name string
-		apps *registry.Applications
-		want string
-	}{
-		{"nil", nil, ""},
-		{"empty", &registry.Applications{}, ""},
-		{"two up", mk("UP", "UP"), "UP_2_"},
-		{"nf3 example", mk("UP", "UP", "UP", "DOWN", "OUT_OF_SERVICE", "OUT_OF_SERVICE", "STARTING"), "DOWN_1_OUT_OF_SERVICE_2_STARTING_1_UP_3_"},
-		{"unknown and odd", mk("UNKNOWN", "ZZZ", "AAA", "UP"), "AAA_1_UNKNOWN_1_UP_1_ZZZ_1_"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := HashCode(tt.apps); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
 	}
 }

@@ -63,13 +63,13 @@ func (s *Set) Overlay(regions []string) *Overlay {
 // plus the overlay's instances.
 func (o *Overlay) Hash(localHash string) string {
 	counts := map[registry.Status]int{}
-	parseHash(localHash, counts)
+	registry.ParseHashCode(localHash, counts)
 	if o != nil {
 		for st, n := range o.counts {
 			counts[st] += n
 		}
 	}
-	return hashOf(counts)
+	return registry.HashCode(counts)
 }
 
 // MergeApp returns local's instances with the overlay's of the same
@@ -115,7 +115,7 @@ func (s *Set) Full(local *registry.Applications, regions []string) *registry.App
 		}
 	}
 	sortApps(out.Apps)
-	out.HashCode = hashOfApps(out)
+	out.HashCode = out.ReconcileHashCode()
 	return out
 }
 
@@ -168,7 +168,7 @@ func (s *Set) Delta(localDelta *registry.Applications, regions []string, version
 func (s *Set) FallbackDelta(localDelta *registry.Applications, local func(app string) bool) *registry.Applications {
 	out := &registry.Applications{VersionDelta: localDelta.VersionDelta, Revision: localDelta.Revision, Apps: slices.Clone(localDelta.Apps)}
 	counts := map[registry.Status]int{}
-	parseHash(localDelta.HashCode, counts)
+	registry.ParseHashCode(localDelta.HashCode, counts)
 	taken := map[string]bool{}
 	for _, r := range s.Remotes() {
 		apps, delta := r.Copy()
@@ -191,7 +191,7 @@ func (s *Set) FallbackDelta(localDelta *registry.Applications, local func(app st
 			}
 		}
 	}
-	out.HashCode = hashOf(counts)
+	out.HashCode = registry.HashCode(counts)
 	return out
 }
 
@@ -281,7 +281,7 @@ func (s *Set) VIP(local *registry.Applications, name string, secure bool) *regis
 		}
 	}
 	sortApps(out.Apps)
-	out.HashCode = hashOfApps(out)
+	out.HashCode = out.ReconcileHashCode()
 	return out
 }
 
@@ -308,16 +308,4 @@ func find(r *Remote, app string) (*registry.Application, bool) {
 
 func sortApps(apps []registry.Application) {
 	slices.SortStableFunc(apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
-}
-
-func hashOfApps(a *registry.Applications) string {
-	counts := map[registry.Status]int{}
-	for i := range a.Apps {
-		for _, v := range a.Apps[i].Instances {
-			if v.Instance != nil {
-				counts[v.Instance.Status]++
-			}
-		}
-	}
-	return hashOf(counts)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/eurekahttp"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
@@ -244,6 +245,24 @@ func TestHangingRegionIsBounded(t *testing.T) {
 	}
 }
 
+// TestReadTimeoutDoesNotBackOff: a read timeout fails the fetch, but it is
+// not a fetch abandoned at its interval (Eureka's TimedSupervisorTask backs
+// off only for those), so the next fetch keeps the interval.
+func TestReadTimeoutDoesNotBackOff(t *testing.T) {
+	srv := hangingServer(t)
+	r, err := New(Config{Name: "slow", URL: srv.URL + "/eureka/", ReadTimeout: 200 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.FetchOnce(context.Background())
+	if !errors.Is(err, eurekahttp.ErrReadTimeout) {
+		t.Fatalf("fetch from a hanging region: %v, want a read timeout", err)
+	}
+	if d := nextDelay(r.cfg.FetchInterval, r.cfg.FetchInterval, err); d != r.cfg.FetchInterval {
+		t.Fatalf("delay after %v = %v, want one interval", err, d)
+	}
+}
+
 func view(app, id string, st registry.Status) registry.LeaseView {
 	return registry.LeaseView{Instance: &registry.Instance{InstanceID: id, App: app, Status: st, VIPAddress: "v"}}
 }
@@ -264,13 +283,13 @@ func TestMergeAsEureka(t *testing.T) {
 	}
 	s := NewSet([]*Remote{rw, re}, map[string][]string{"west": {"WEB"}, GlobalWhitelist: {"OTHER"}})
 	local := &registry.Applications{VersionDelta: 1, Apps: []registry.Application{{Name: "WEB", Instances: []registry.LeaseView{view("WEB", "l1", registry.StatusDown)}}}}
-	local.HashCode = compat.HashCode(local)
+	local.HashCode = local.ReconcileHashCode()
 
 	full := s.Full(local, []string{"east", "west"})
 	if got := ids(full); !slices.Equal(got, []string{"OTHER/o1", "WEB/l1", "WEB/w1"}) {
 		t.Fatalf("Full east,west = %v (east's WEB is not in the global whitelist, west's SECRET not in west's)", got)
 	}
-	if full.HashCode != "DOWN_1_UP_2_" || full.HashCode != compat.HashCode(full) {
+	if full.HashCode != "DOWN_1_UP_2_" || full.HashCode != full.ReconcileHashCode() {
 		t.Fatalf("Full hash %q", full.HashCode)
 	}
 	if got := ids(s.Full(local, []string{"west"})); !slices.Equal(got, []string{"WEB/l1", "WEB/w1"}) {
@@ -318,14 +337,9 @@ func TestMergeAsEureka(t *testing.T) {
 	}
 }
 
-func TestParseRegionsAndHash(t *testing.T) {
+func TestParseRegions(t *testing.T) {
 	if got := ParseRegions("West,EAST"); !slices.Equal(got, []string{"east", "west"}) {
 		t.Fatalf("ParseRegions = %v", got)
-	}
-	counts := map[registry.Status]int{}
-	parseHash("DOWN_2_OUT_OF_SERVICE_1_UP_10_", counts)
-	if got := hashOf(counts); got != "DOWN_2_OUT_OF_SERVICE_1_UP_10_" {
-		t.Fatalf("round trip %q", got)
 	}
 }
 

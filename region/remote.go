@@ -5,21 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	kgzip "github.com/klauspost/compress/gzip"
-
-	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/eurekahttp"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -40,7 +34,7 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// ReadTimeout is eureka.server.remote-region-read-timeout-ms (Spring:
 	// 1 s): the longest wait for the response headers or for the next bytes
-	// of the body, as Java's socket read timeout.
+	// of the body, as Java's socket read timeout (eurekahttp).
 	ReadTimeout time.Duration
 	// DisableDelta is eureka.server.disable-delta-for-remote-regions: every
 	// fetch is a full one.
@@ -70,16 +64,12 @@ type Change struct {
 	Delta     bool
 }
 
-// maxBody caps a remote registry (inflated).
-const maxBody = 1 << 30
-
 // Remote is one remote region: its copy of the region's registry and the
 // fetch that keeps it.
 type Remote struct {
 	cfg    Config
-	client *http.Client
-	base   string // URL without user info, trailing slash
-	auth   string // Authorization header, or ""
+	client *eurekahttp.Client
+	ep     eurekahttp.Endpoint // URL without user info, trailing slash; credentials
 	log    *slog.Logger
 	// created is when the Remote was built: staleness counts from it until a
 	// fetch succeeds (Eureka starts timeOfLastSuccessfulRemoteFetch so).
@@ -107,8 +97,8 @@ func New(cfg Config) (*Remote, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("remote region without a name")
 	}
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	ep, err := eurekahttp.ParseURL(cfg.URL)
+	if err != nil {
 		return nil, fmt.Errorf("remote region %s: URL %q is not an absolute http(s) URL", cfg.Name, cfg.URL)
 	}
 	def := func(d *time.Duration, v time.Duration) {
@@ -130,33 +120,14 @@ func New(cfg Config) (*Remote, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.log = r.log.With("component", "region", "region", cfg.Name)
-	if u.User != nil {
-		p, _ := u.User.Password()
-		req := &http.Request{Header: http.Header{}}
-		req.SetBasicAuth(u.User.Username(), p)
-		r.auth = req.Header.Get("Authorization")
-		u.User = nil
-	}
-	r.base = u.String()
-	if !strings.HasSuffix(r.base, "/") {
-		r.base += "/"
-	}
-	r.client = cfg.HTTPClient
-	if r.client == nil {
-		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-		r.client = &http.Client{
-			Transport: &http.Transport{
-				Proxy:                 http.ProxyFromEnvironment,
-				DialContext:           d.DialContext,
-				TLSHandshakeTimeout:   cfg.ConnectTimeout,
-				ResponseHeaderTimeout: cfg.ReadTimeout,
-				IdleConnTimeout:       30 * time.Second,
-				// gzip is asked for (or not) explicitly: GZip.
-				DisableCompression: true,
-			},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
+	r.ep = ep
+	r.client = eurekahttp.New(eurekahttp.Config{
+		ConnectTimeout: cfg.ConnectTimeout,
+		ReadTimeout:    cfg.ReadTimeout,
+		UserAgent:      cfg.UserAgent,
+		AcceptGzip:     cfg.GZip,
+		HTTPClient:     cfg.HTTPClient,
+	})
 	return r, nil
 }
 
@@ -164,7 +135,7 @@ func New(cfg Config) (*Remote, error) {
 func (r *Remote) Name() string { return r.cfg.Name }
 
 // URL is the region's base URL without credentials.
-func (r *Remote) URL() string { return r.base }
+func (r *Remote) URL() string { return r.ep.URL }
 
 // Copy returns the region's registry copy and its last delta (both empty
 // before the first successful fetch). The values must not be modified.
@@ -198,7 +169,7 @@ type Status struct {
 // Status returns the region's state now.
 func (r *Remote) Status() Status {
 	r.mu.RLock()
-	st := Status{Name: r.cfg.Name, URL: r.base, Ready: r.ready, LastSuccess: r.lastSuccess, LastAttempt: r.lastAttempt, LastError: r.lastErr}
+	st := Status{Name: r.cfg.Name, URL: r.ep.URL, Ready: r.ready, LastSuccess: r.lastSuccess, LastAttempt: r.lastAttempt, LastError: r.lastErr}
 	if r.apps != nil {
 		st.Apps = len(r.apps.Apps)
 		for i := range r.apps.Apps {
@@ -226,7 +197,7 @@ func (r *Remote) Run(ctx context.Context) error {
 		}
 		err := r.FetchOnce(ctx)
 		if err != nil && ctx.Err() == nil {
-			r.log.Warn("fetching remote region registry", "url", r.base, "err", err)
+			r.log.Warn("fetching remote region registry", "url", r.ep.URL, "err", err)
 		}
 		delay = nextDelay(delay, r.cfg.FetchInterval, err)
 		t.Reset(delay)
@@ -286,7 +257,7 @@ func (r *Remote) FetchOnce(ctx context.Context) error {
 }
 
 func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications) error {
-	delta, err := r.get(ctx, "apps/delta")
+	delta, err := r.get(ctx, eurekahttp.Delta)
 	if err != nil {
 		// Eureka: "The server does not allow the delta revision to be
 		// applied because it is not safe. Hence got the full registry."
@@ -295,7 +266,7 @@ func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applica
 	}
 	next, changed := applyDelta(cur, delta)
 	r.publish(next, delta, changed, curDelta)
-	if got := compat.HashCode(next); got != delta.HashCode {
+	if got := next.ReconcileHashCode(); got != delta.HashCode {
 		r.deltaMismatch.Add(1)
 		r.log.Info("reconcile hash codes differ, fetching the full registry", "local", got, "remote", delta.HashCode)
 		return r.storeFull(ctx, next, delta)
@@ -305,7 +276,7 @@ func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applica
 }
 
 func (r *Remote) storeFull(ctx context.Context, cur, curDelta *registry.Applications) error {
-	apps, err := r.get(ctx, "apps/")
+	apps, err := r.get(ctx, eurekahttp.Full)
 	if err != nil {
 		return err
 	}
@@ -328,56 +299,12 @@ func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry
 }
 
 // get fetches one registry document (JSON, as Eureka's remote region
-// client asks for it).
-func (r *Remote) get(ctx context.Context, path string) (*registry.Applications, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+// client asks for it). An instance without an app name takes its
+// application's.
+func (r *Remote) get(ctx context.Context, f eurekahttp.Fetch) (*registry.Applications, error) {
+	apps, err := r.client.GetApplications(ctx, r.ep, f)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", compat.ContentTypeJSON)
-	if r.cfg.GZip {
-		req.Header.Set("Accept-Encoding", "gzip")
-	}
-	req.Header.Set("User-Agent", r.cfg.UserAgent)
-	// A Eureka server's identity (EurekaServerIdentity, sent by the remote
-	// region client too): the region's rate limiter never throttles it.
-	req.Header.Set("DiscoveryIdentity-Name", "DefaultServer")
-	req.Header.Set("DiscoveryIdentity-Version", "1.0")
-	if r.auth != "" {
-		req.Header.Set("Authorization", r.auth)
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return nil, scrub(err, r.base)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, fmt.Errorf("GET %s%s answered %d", r.base, path, resp.StatusCode)
-	}
-	// Java's read timeout bounds every wait for bytes, not the whole body.
-	idle := time.AfterFunc(r.cfg.ReadTimeout, cancel)
-	defer idle.Stop()
-	var body io.Reader = &idleReader{r: resp.Body, t: idle, d: r.cfg.ReadTimeout}
-	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		zr, err := kgzip.NewReader(body)
-		if err != nil {
-			return nil, fmt.Errorf("GET %s%s: %w", r.base, path, err)
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s%s: reading the body: %w", r.base, path, scrub(err, r.base))
-	}
-	if len(b) > maxBody {
-		return nil, fmt.Errorf("GET %s%s: body larger than %d bytes", r.base, path, maxBody)
-	}
-	apps, err := compat.DecodeApplications(b, compat.JSON)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s%s: %w", r.base, path, err)
 	}
 	for i := range apps.Apps {
 		for j := range apps.Apps[i].Instances {
@@ -387,27 +314,6 @@ func (r *Remote) get(ctx context.Context, path string) (*registry.Applications, 
 		}
 	}
 	return apps, nil
-}
-
-// scrub keeps credentials of the URL out of an error text.
-func scrub(err error, base string) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("GET %s: %w", base, ue.Err)
-	}
-	return err
-}
-
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	ir.t.Reset(ir.d)
-	return n, err
 }
 
 // applyDelta returns a new copy: cur with the delta's ADDED and MODIFIED
@@ -510,7 +416,7 @@ func fromMap(byApp map[string]map[string]registry.LeaseView, hash string) *regis
 		out.Apps = append(out.Apps, app)
 	}
 	slices.SortFunc(out.Apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
-	out.HashCode = compat.HashCode(out)
+	out.HashCode = out.ReconcileHashCode()
 	return out
 }
 

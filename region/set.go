@@ -4,11 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/goreka/goreka/registry"
 )
 
 // GlobalWhitelist is the key of the whitelist that applies to regions
@@ -120,53 +117,4 @@ func ParseRegions(v string) []string {
 	out := strings.Split(strings.ToLower(v), ",")
 	slices.Sort(out)
 	return out
-}
-
-// hashOf writes status counts as compat.HashCode does: NAME_n_ in byte
-// order of the names, zero counts left out.
-func hashOf(counts map[registry.Status]int) string {
-	names := make([]registry.Status, 0, len(counts))
-	for st, n := range counts {
-		if n > 0 {
-			names = append(names, st)
-		}
-	}
-	slices.Sort(names)
-	var b []byte
-	for _, st := range names {
-		b = append(b, st...)
-		b = append(b, '_')
-		b = strconv.AppendInt(b, int64(counts[st]), 10)
-		b = append(b, '_')
-	}
-	return string(b)
-}
-
-// parseHash reads an apps__hashcode back into counts (NAME_n_ pairs; a
-// status name may hold underscores itself).
-func parseHash(code string, into map[registry.Status]int) {
-	var name []string
-	for _, tok := range strings.Split(code, "_") {
-		if tok == "" {
-			continue
-		}
-		n, isNum := atoi(tok)
-		if isNum && len(name) > 0 {
-			into[registry.Status(strings.Join(name, "_"))] += n
-			name = name[:0]
-			continue
-		}
-		name = append(name, tok)
-	}
-}
-
-func atoi(s string) (int, bool) {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }

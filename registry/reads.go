@@ -2,6 +2,7 @@ package registry
 
 import (
 	"cmp"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -144,14 +145,29 @@ func (r *Registry) VIP(name string, secure bool) *Applications {
 	return out
 }
 
-// VIPMatches reports whether an instance's (secure) VIP address serves the
-// VIP name: the address is a comma-separated list matched piece by piece,
-// untrimmed, as Eureka's getApplicationsForVip does.
-func VIPMatches(addr, name string) bool {
-	if addr == "" {
-		return false
+// VIPPieces yields the pieces of an instance's (secure) VIP address: the
+// address is a comma-separated list, split at every comma and not trimmed,
+// as Eureka's getApplicationsForVip splits it; "" has no pieces. A piece
+// may be empty ("a,,b") or repeated. Every reader of VIP addresses (the
+// /vips reads, the tool API's index, the cache's invalidation) splits them
+// here.
+func VIPPieces(addr string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if addr == "" {
+			return
+		}
+		for piece := range strings.SplitSeq(addr, ",") {
+			if !yield(piece) {
+				return
+			}
+		}
 	}
-	for piece := range strings.SplitSeq(addr, ",") {
+}
+
+// VIPMatches reports whether an instance's (secure) VIP address serves the
+// VIP name: one of its VIPPieces is name, compared exactly.
+func VIPMatches(addr, name string) bool {
+	for piece := range VIPPieces(addr) {
 		if piece == name {
 			return true
 		}

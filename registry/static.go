@@ -111,21 +111,10 @@ func sameStatic(a, b *Instance) bool {
 // lease of the same key. Caller holds the write lock.
 func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	id := in.ID()
-	group := r.apps[in.App]
-	if group == nil {
-		group = make(map[string]*lease)
-		r.apps[in.App] = group
-	}
-	existing := group[id]
+	existing := r.apps[in.App][id]
 	var prev Status
 	if existing != nil {
 		prev = existing.inst.Status
-		r.counts[prev]--
-		if !existing.static && r.expected > 0 {
-			r.expected-- // it was expected to renew; it no longer is
-		}
-	} else {
-		r.size++
 	}
 	if s, ok := r.overrides[id]; ok {
 		in.OverriddenStatus = s
@@ -144,12 +133,7 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	if in.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
 	}
-	group[id] = l
-	r.counts[in.Status]++
-	r.staticN++
-	if existing != nil && existing.static {
-		r.staticN--
-	}
+	r.storeLocked(in.App, id, existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, in.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, false)

@@ -1,35 +1,9 @@
 package registry
 
 import (
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
-
-// hashCode is Applications.getReconcileHashCode over per-status counts:
-// "NAME_count_" for every status with instances, in byte order of the names.
-func hashCode(counts map[Status]int) string {
-	names := make([]string, 0, len(counts))
-	for s, n := range counts {
-		if n > 0 {
-			names = append(names, string(s))
-		}
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for _, s := range names {
-		b.WriteString(s)
-		b.WriteByte('_')
-		b.WriteString(strconv.Itoa(counts[Status(s)]))
-		b.WriteByte('_')
-	}
-	return b.String()
-}
-
-// HashCode computes apps__hashcode for the given per-status counts.
-func HashCode(counts map[Status]int) string { return hashCode(counts) }
 
 // MinuteCount is the number of renewals in one minute (wall-clock minutes
 // until the meter starts, then minutes from its start).

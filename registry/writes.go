@@ -80,12 +80,7 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 // registerLocked is the body of register for a prepared instance.
 func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *Instance {
 	id := in.ID()
-	group := r.apps[in.App]
-	if group == nil {
-		group = make(map[string]*lease)
-		r.apps[in.App] = group
-	}
-	existing := group[id]
+	existing := r.apps[in.App][id]
 	var prev Status
 	reg := in
 	if existing != nil {
@@ -96,8 +91,6 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 			reg = own.Clone()
 			reg.LeaseInfo = in.LeaseInfo
 		}
-	} else if r.expected > 0 {
-		r.expected++
 	}
 	if reg.OverriddenStatus != "" && reg.OverriddenStatus != StatusUnknown {
 		if _, ok := r.overrides[id]; !ok {
@@ -128,9 +121,6 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	l.down, l.own = down, own
 	if existing != nil {
 		l.serviceUp = existing.serviceUp
-		r.counts[existing.inst.Status]--
-	} else {
-		r.size++
 	}
 	if reg.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
@@ -138,8 +128,7 @@ func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *I
 	if !fromPeer {
 		l.direct.Store(now.UnixNano())
 	}
-	group[id] = l
-	r.counts[reg.Status]++
+	r.storeLocked(in.App, id, existing, l)
 	r.noteRecentLocked(l, now)
 	r.registered.add(now, reg.App, id)
 	r.commitLocked(EventRegister, l, prev, "", true, fromPeer)
@@ -405,23 +394,61 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	return nil
 }
 
+// storeLocked stores l under app/id in place of old (old nil: a new key;
+// l nil: the key is removed) and keeps the registry's tallies in step: the
+// per-status counts behind apps__hashcode, the size, the static count, and
+// the expected clients behind self-preservation's threshold, which grows by
+// one for a new instance expected to renew and shrinks by one for one no
+// longer expected (removed, or taken over by a static registration), and
+// only while it is positive, as AbstractInstanceRegistry.register and
+// cancel do. Every registration, static one and removal goes through it.
+// The caller holds the write lock.
+func (r *Registry) storeLocked(app, id string, old, l *lease) {
+	group := r.apps[app]
+	if l == nil {
+		delete(group, id)
+		if len(group) == 0 {
+			delete(r.apps, app)
+		}
+	} else {
+		if group == nil {
+			group = make(map[string]*lease)
+			r.apps[app] = group
+		}
+		group[id] = l
+	}
+	if old != nil {
+		r.counts[old.inst.Status]--
+		if old.static {
+			r.staticN--
+		}
+	} else {
+		r.size++
+	}
+	if l != nil {
+		r.counts[l.inst.Status]++
+		if l.static {
+			r.staticN++
+		}
+	} else {
+		r.size--
+	}
+	wasRenewing, renewing := old != nil && !old.static, l != nil && !l.static
+	if r.expected > 0 && wasRenewing != renewing {
+		if renewing {
+			r.expected++
+		} else {
+			r.expected--
+		}
+	}
+}
+
 // removeLocked removes a stored lease and records the removal. Caller holds
 // the write lock and delivers after unlocking.
 func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPeer bool, now time.Time) {
 	r.cancelled.add(now, app, id)
 	delete(r.overrides, id)
-	group := r.apps[app]
-	delete(group, id)
-	if len(group) == 0 {
-		delete(r.apps, app)
-	}
-	r.size--
-	r.counts[l.inst.Status]--
-	if l.static {
-		r.staticN--
-	} else if r.expected > 0 {
-		r.expected--
-	}
+	r.storeLocked(app, id, l, nil)
 	in := l.inst.Clone()
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now

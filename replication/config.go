@@ -14,7 +14,8 @@ type Config struct {
 	// with a TLS handshake).
 	PeerNodeConnectTimeout time.Duration
 	// PeerNodeReadTimeout is eureka.server.peer-node-read-timeout-ms: the
-	// time a peer has to start answering a batch (default 5 s, Netflix's).
+	// longest wait for the next bytes of a peer's answer, its headers or its
+	// body, as Java's socket read timeout (default 5 s, Netflix's).
 	// Spring's 200 ms is shorter than a loaded peer needs for 250 items; the
 	// sender then treats the batch as failed and sends it again, adding load
 	// to the peer that was already slow: a replication storm
@@ -57,7 +58,8 @@ type Config struct {
 
 	// UserAgent is sent on every peer call (default goreka-replication/dev).
 	UserAgent string
-	// HTTPClient replaces the client built from the timeouts (tests, TLS).
+	// HTTPClient replaces the client built from the timeouts (tests, TLS);
+	// the read timeout still applies (eurekahttp.Config.HTTPClient).
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

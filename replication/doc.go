@@ -108,6 +108,13 @@
 // slow — the replication storms and "read timeout" logs users report.
 // A timeout here is treated as congestion and backs off from 1 s.
 //
+// Calls go through eurekahttp, whose read timeout is Java's socket read
+// timeout: it bounds every wait for bytes, for the headers and for each read
+// of the body, and not the whole call. A batch to a peer that stops
+// answering fails after one read timeout; the start-up sync reads a whole
+// registry that keeps streaming (50 MB of gzip at 1M instances) to its end,
+// within a budget of 10 min per peer.
+//
 // # Start-up sync, self-registration, replicas
 //
 // SyncUp is Eureka's syncUp: it fetches GET {peer}apps/ from the peers and

@@ -1,13 +1,14 @@
 package replication
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/goreka/goreka/eurekahttp"
 )
 
 // SelfInfo describes this server, for self-exclusion from the peer list and
@@ -54,41 +55,21 @@ type Peer struct {
 	auth string // "Basic ..." from the URL's user-info, or ""
 }
 
-// ParsePeer parses one service URL (http://user:pass@host:port/eureka/).
-// The user-info becomes a preemptive basic-auth header, as in Spring's
-// transports; unlike Spring, a password containing ':' works. A URL with a
-// user but no password carries no credentials (Spring needs both parts).
+// ParsePeer parses one service URL (http://user:pass@host:port/eureka/) as
+// eurekahttp.ParseURL does: the user-info becomes a preemptive basic-auth
+// header, as in Spring's transports (unlike Spring, a password containing
+// ':' works; a user without a password carries no credentials), the path
+// ends in "/", a query or fragment is dropped.
 func ParsePeer(raw string) (Peer, error) {
-	raw = strings.TrimSpace(raw)
-	u, err := url.Parse(raw)
+	ep, err := eurekahttp.ParseURL(raw)
+	if err != nil {
+		return Peer{}, fmt.Errorf("peer url %q: %w", scrub(strings.TrimSpace(raw)), err)
+	}
+	u, err := url.Parse(ep.URL)
 	if err != nil {
 		return Peer{}, fmt.Errorf("peer url %q: %w", scrub(raw), err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return Peer{}, fmt.Errorf("peer url %q: scheme must be http or https", scrub(raw))
-	}
-	if u.Hostname() == "" {
-		return Peer{}, fmt.Errorf("peer url %q: no host", scrub(raw))
-	}
-	var p Peer
-	if u.User != nil {
-		if pass, ok := u.User.Password(); ok {
-			p.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))
-		}
-		u.User = nil
-	}
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-		if u.RawPath != "" {
-			u.RawPath += "/"
-		}
-	}
-	u.RawQuery, u.Fragment = "", ""
-	p.BaseURL = u.String()
-	p.URL = p.BaseURL
-	p.Host = u.Hostname()
-	p.Port = portOf(u)
-	return p, nil
+	return Peer{URL: ep.URL, BaseURL: ep.URL, Host: u.Hostname(), Port: portOf(u), auth: ep.Authorization}, nil
 }
 
 func portOf(u *url.URL) int {

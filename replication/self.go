@@ -7,14 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -226,45 +223,14 @@ func (s *SelfRegistrar) runPeer(ctx context.Context, p Peer) {
 
 func (s *SelfRegistrar) register(ctx context.Context, p *Peer) error {
 	li := s.inst.LeaseInfo.WithDefaults()
-	v := &registry.LeaseView{Instance: s.inst, RenewalInterval: li.RenewalInterval, Duration: li.Duration}
-	body := compat.AppendInstance(nil, compat.JSON, v)
-	code, _, err := s.http.do(ctx, p, http.MethodPost, "apps/"+url.PathEscape(s.inst.App), body, false)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusNoContent {
-		return &StatusError{Code: code, URL: p.URL + "apps/" + s.inst.App}
-	}
-	return nil
+	return s.http.c.Register(ctx, p.endpoint(), &registry.LeaseView{Instance: s.inst, RenewalInterval: li.RenewalInterval, Duration: li.Duration})
 }
 
 // heartbeat renews; found is false when the peer answered 404.
 func (s *SelfRegistrar) heartbeat(ctx context.Context, p *Peer) (found bool, err error) {
-	q := url.Values{"status": {string(s.inst.Status)},
-		"lastDirtyTimestamp": {strconv.FormatInt(s.inst.LastDirtyTimestamp.UnixMilli(), 10)}}
-	code, _, err := s.http.do(ctx, p, http.MethodPut, s.path()+"?"+q.Encode(), nil, false)
-	switch {
-	case err != nil:
-		return false, err
-	case code == http.StatusOK:
-		return true, nil
-	case code == http.StatusNotFound:
-		return false, nil
-	}
-	return false, &StatusError{Code: code, URL: p.URL + s.path()}
+	return s.http.c.Renew(ctx, p.endpoint(), s.inst)
 }
 
 func (s *SelfRegistrar) cancel(ctx context.Context, p *Peer) error {
-	code, _, err := s.http.do(ctx, p, http.MethodDelete, s.path(), nil, false)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK && code != http.StatusNotFound {
-		return &StatusError{Code: code, URL: p.URL + s.path()}
-	}
-	return nil
-}
-
-func (s *SelfRegistrar) path() string {
-	return "apps/" + url.PathEscape(s.inst.App) + "/" + url.PathEscape(s.inst.ID())
+	return s.http.c.Cancel(ctx, p.endpoint(), s.inst.App, s.inst.ID())
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/eurekahttp"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 	"github.com/goreka/goreka/replication/peertest"
@@ -54,6 +55,7 @@ func TestClassify(t *testing.T) {
 		{&StatusError{Code: 503}, failCongestion},
 		{&StatusError{Code: 500}, failRejected},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), failCongestion},
+		{fmt.Errorf("x: %w", eurekahttp.ErrReadTimeout), failCongestion},
 		{fmt.Errorf("%w: junk", errBadResponse), failBadResponse},
 		{errors.New("connection refused"), failNetwork},
 	}

@@ -190,13 +190,17 @@ func TestSelfRegistrationRoundTrip(t *testing.T) {
 	})
 }
 
-// TestSyncUpReadsALongRegistry: a whole registry takes longer to arrive than
-// a batch may (50 MB of gzip at 1M instances); the sync must read it to the
-// end, while a peer that sends no headers within the read timeout still
-// costs the sync only that timeout.
+// TestSyncUpReadsALongRegistry: a whole registry takes long to arrive (50 MB
+// of gzip at 1M instances); the read timeout bounds each wait for bytes, as
+// Java's socket read timeout, not the whole body, so the sync reads a body
+// that streams for several read timeouts to its end, while a peer that
+// sends no headers within the read timeout costs the sync only that timeout.
 func TestSyncUpReadsALongRegistry(t *testing.T) {
 	t.Parallel()
-	const connect, read = 100 * time.Millisecond, 100 * time.Millisecond // a batch: 300 ms in all
+	// The body streams for 800 ms, over three read timeouts (and longer than
+	// connect + 2 x read, the cap a batch had before the one read rule);
+	// its pieces come every 50 ms, well within one.
+	const connect, read = 100 * time.Millisecond, 250 * time.Millisecond
 	fake := peertest.New(t)
 	fake.Registry().Register(instance("ORDERS", "a", time.Now()), false)
 	slowBody := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -224,7 +228,7 @@ func TestSyncUpReadsALongRegistry(t *testing.T) {
 		reg, []Peer{mustPeer(t, hung.URL+"/eureka/"), mustPeer(t, slowBody.URL+"/eureka/")})
 	start := time.Now()
 	if n, err := rep.SyncUp(t.Context(), 1, time.Hour); err != nil || n != 1 {
-		t.Fatalf("SyncUp from a peer whose registry takes 800 ms to arrive (a batch may take 300 ms) = %d, %v; want 1", n, err)
+		t.Fatalf("SyncUp from a peer whose registry takes 800 ms to arrive (read timeout %v) = %d, %v; want 1", read, n, err)
 	}
 	// The hung peer cost its read timeout, not the sync's whole budget.
 	if d := time.Since(start); d > 30*time.Second {

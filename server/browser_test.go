@@ -1,8 +1,8 @@
 //go:build browser
 
-// The browser test builds goreka, starts it on a free loopback port,
-// registers a few dozen instances over HTTP (two of them hostile), and
-// drives headless Chromium through the dashboard:
+// The browser test builds goreka, starts it on a free loopback port
+// (internal/proctest), registers a few dozen instances over HTTP (two of
+// them hostile), and drives headless Chromium through the dashboard:
 //
 //	go test -tags browser -run Browser -v ./server
 //
@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,8 +25,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 const (
@@ -49,26 +51,14 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startGoreka builds and runs the goreka binary; it returns its base URL.
 func startGoreka(t *testing.T, args ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "goreka")
-	build := exec.Command("go", "build", "-o", bin, "github.com/goreka/goreka/cmd/goreka")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := proctest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := proctest.Port(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	args = append([]string{
 		"--server.port=" + strconv.Itoa(port), "--server.address=127.0.0.1",
@@ -77,27 +67,20 @@ func startGoreka(t *testing.T, args ...string) string {
 		"--eureka.client.service-url.defaultZone=http://127.0.0.1:9/eureka/",
 		"--eureka.environment=browser-test",
 	}, args...)
-	cmd := exec.Command(bin, args...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	var logs proctest.Log
+	p, err := proctest.Start(proctest.Options{Name: "goreka", Path: bin, Args: args, Stdout: &logs, Stderr: &logs})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = p.Stop(syscall.SIGKILL, 10*time.Second)
 		if t.Failed() {
 			t.Logf("goreka logs:\n%s", logs.String())
 		}
 	})
-	waitUntil(t, 20*time.Second, "goreka to serve", func() bool {
-		r, err := http.Get(base + "/actuator/health")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == http.StatusOK
-	})
+	if err := p.WaitHTTP(nil, base+"/actuator/health", 20*time.Second); err != nil {
+		t.Fatalf("timed out waiting for goreka to serve: %v", err)
+	}
 	return base
 }
 

@@ -62,7 +62,7 @@ func TestDeltaThroughCacheNeverMismatches(t *testing.T) {
 	reg := registry.New(registry.Options{ExpectedClients: 1})
 	cfg := cache.DefaultConfig()
 	cfg.MinRefreshGap = 5 * time.Millisecond
-	c := cache.NewStreaming(cfg, NewLoader(reg))
+	c := cache.NewStreaming(cfg, testLoader(reg))
 	s := New(Config{}, Deps{Registry: reg, Cache: c})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,47 +12,6 @@ import (
 	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
-
-// NewLoader returns the response cache's loader for reg: it encodes the
-// registry view a key names, streaming the registry documents (full, delta,
-// VIPs) to the cache in pieces so that a large registry is never held whole
-// uncompressed. An unknown application is "not found" (cached, answered 404).
-func NewLoader(reg *registry.Registry) cache.StreamLoader {
-	return NewCodecLoader(reg, compat.Codecs{})
-}
-
-// NewCodecLoader is NewLoader writing the full registry documents with the
-// given codecs (eureka.server.json-codec-name, xml-codec-name).
-//
-// The full registry and the delta are written from kept per-chunk segments,
-// re-encoding only the applications that changed (see fragments.go).
-func NewCodecLoader(reg *registry.Registry, codecs compat.Codecs) cache.StreamLoader {
-	return newCodecLoader(reg, codecs, newFragments(reg, codecs))
-}
-
-func newCodecLoader(reg *registry.Registry, codecs compat.Codecs, fr *fragments) cache.StreamLoader {
-	return func(k cache.Key, w io.Writer) (bool, error) {
-		f := compat.XML
-		if k.JSON {
-			f = compat.JSON
-		}
-		var apps *registry.Applications
-		switch {
-		case k.Entity == cache.VIP || k.Entity == cache.SVIP:
-			apps = reg.VIP(k.Name, k.Entity == cache.SVIP)
-		case k.Name == cache.AllApps || k.Name == cache.AllAppsDelta:
-			return true, fr.writeDocument(w, k.Name == cache.AllAppsDelta, f, k.Compact)
-		default:
-			app, ok := reg.Application(k.Name)
-			if !ok {
-				return false, nil
-			}
-			_, err := w.Write(codecs.AppendApplication(nil, f, k.Compact, &app))
-			return true, err
-		}
-		return true, codecs.WriteApplications(w, f, k.Compact, apps)
-	}
-}
 
 func (s *Server) allowed(c *gin.Context) bool {
 	if s.gate != nil && !s.gate.AllowAccess() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/region"
 )
 
@@ -27,12 +28,12 @@ func TestRegionSegmentKeyedByTheCopiesItHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := region.NewSet([]*region.Remote{r}, nil)
-	rg := Regions{Set: set}
+	docs := document.New(document.Config{Registry: f.reg, Regions: document.Regions{Set: set}})
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = f.clock.Now
-	c = cache.NewStreaming(cfg, NewRegionLoader(f.reg, compat.Codecs{}, rg))
-	f.srv = New(Config{}, Deps{Registry: f.reg, Cache: c, Now: f.clock.Now, Regions: rg})
+	c = cache.NewStreaming(cfg, docs.Load)
+	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: c, Now: f.clock.Now})
 	if err := r.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}

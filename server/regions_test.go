@@ -10,6 +10,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/region"
 )
 
@@ -28,12 +29,12 @@ func regionFixture(t *testing.T, disableFallback bool) (*fixture, *region.Set) {
 		t.Fatal(err)
 	}
 	set := region.NewSet([]*region.Remote{r}, nil)
-	rg := Regions{Set: set, DisableTransparentFallback: disableFallback}
+	docs := document.New(document.Config{Registry: f.reg, Regions: document.Regions{Set: set, DisableTransparentFallback: disableFallback}})
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = f.clock.Now
-	c := cache.NewStreaming(cfg, NewRegionLoader(f.reg, compat.Codecs{}, rg))
-	f.srv = New(Config{}, Deps{Registry: f.reg, Cache: c, Now: f.clock.Now, Regions: rg})
+	c := cache.NewStreaming(cfg, docs.Load)
+	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: c, Now: f.clock.Now})
 	// Local: one more ORDER-SERVICE instance (merged with west's) and an
 	// application of its own.
 	for i, b := range []string{

@@ -1,6 +1,9 @@
 // Package server serves Eureka's REST API (and goreka's operator pages) over
 // HTTP with gin. Handlers are thin: they read the request, call the registry
 // or the response cache, and write exactly what a Java Eureka server writes.
+// The registry documents the cache holds are built by package document
+// (Deps.Docs); the handlers add what is HTTP: content negotiation, the
+// ETag and gzip headers, status codes.
 //
 // A Server is one registry's API. Namespaces (docs/DESIGN.md "Namespaces")
 // are further Servers: the default one routes /ns/{name}/... to them
@@ -18,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
 )
@@ -51,8 +55,12 @@ type Expiry interface{ LeaseExpirationEnabled() bool }
 // Deps are the collaborators of a Server. Registry is required.
 type Deps struct {
 	Registry *registry.Registry
-	// Cache serves registry reads; nil builds one with Eureka's defaults
-	// around NewLoader(Registry).
+	// Docs builds the registry documents and holds the remote regions
+	// merged into reads; nil: document.New of Registry alone (default
+	// codecs, no region).
+	Docs *document.Builder
+	// Cache serves registry reads and must load them through
+	// Docs.Load; nil builds one with Eureka's defaults.
 	Cache  *cache.Cache
 	Gate   Gate
 	Expiry Expiry
@@ -60,9 +68,6 @@ type Deps struct {
 	Status StatusSource
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Regions are the remote regions merged into reads; the zero value has
-	// none. Cache must be built with NewRegionLoader over the same Regions.
-	Regions Regions
 	// Limiters are the rate limiter and per-client fetch limits of another
 	// Server (its Limiters), so that the Servers of one process draw from
 	// one allowance; Config.RateLimit and Config.FetchLimit are then
@@ -97,8 +102,10 @@ type Server struct {
 	limiter *rateLimiter
 	// fetchLimit is goreka.fetch-limit.* (FetchLimitConfig); nil when off.
 	fetchLimit *fetchLimiter
-	// regions are the remote regions (regions.go).
-	regions Regions
+	// docs builds the registry documents the cache holds; regions are its
+	// remote regions (regions.go).
+	docs    *document.Builder
+	regions document.Regions
 	// namespaces serves /ns/{name}/... (SetNamespaces); nil: none.
 	namespaces Namespaces
 }
@@ -111,15 +118,19 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxBatchBodyBytes <= 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
-	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, regions: d.Regions}
+	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Docs}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.docs == nil {
+		s.docs = document.New(document.Config{Registry: s.reg})
+	}
+	s.regions = s.docs.Regions()
 	if s.cache == nil {
-		s.cache = cache.NewStreaming(cache.DefaultConfig(), NewLoader(s.reg))
+		s.cache = cache.NewStreaming(cache.DefaultConfig(), s.docs.Load)
 	}
 	s.engine = gin.New()
 	s.engine.HandleMethodNotAllowed = true

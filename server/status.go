@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -54,63 +51,6 @@ func (s *Server) getStatus(c *gin.Context) {
 	}
 	st := s.status.StatusInfo()
 	f := compat.FormatFromAccept(c.GetHeader("Accept"))
-	var b bytes.Buffer
-	if f == compat.JSON {
-		b.WriteString(`{"generalStats":`)
-		writeJSONPairs(&b, st.General)
-		b.WriteString(`,"applicationStats":`)
-		writeJSONPairs(&b, st.Application)
-		if st.Instance != nil {
-			b.WriteString(`,"instanceInfo":`)
-			b.Write(compat.AppendInstanceBody(nil, st.Instance))
-		}
-		if st.Healthy != nil {
-			b.WriteString(`,"isHealthy":` + strconv.FormatBool(*st.Healthy))
-		}
-		b.WriteString("}")
-	} else {
-		b.WriteString("<status>\n")
-		writeXMLPairs(&b, "generalStats", st.General)
-		writeXMLPairs(&b, "applicationStats", st.Application)
-		if st.Instance != nil {
-			inst := compat.AppendInstance(nil, compat.XML, st.Instance)
-			for _, line := range bytes.Split(bytes.TrimRight(inst, "\n"), []byte("\n")) {
-				b.WriteString("  ")
-				b.Write(line)
-				b.WriteString("\n")
-			}
-		}
-		if st.Healthy != nil {
-			b.WriteString("  <isHealthy>" + strconv.FormatBool(*st.Healthy) + "</isHealthy>\n")
-		}
-		b.WriteString("</status>")
-	}
-	c.Data(http.StatusOK, f.ContentType(), b.Bytes())
-}
-
-func writeJSONPairs(b *bytes.Buffer, pairs [][2]string) {
-	b.WriteByte('{')
-	for i, p := range pairs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(p[0])
-		v, _ := json.Marshal(p[1])
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-}
-
-func writeXMLPairs(b *bytes.Buffer, name string, pairs [][2]string) {
-	b.WriteString("  <" + name + ">\n")
-	for _, p := range pairs {
-		b.WriteString("    <entry>\n      <string>")
-		xmlEscape(b, p[0])
-		b.WriteString("</string>\n      <string>")
-		xmlEscape(b, p[1])
-		b.WriteString("</string>\n    </entry>\n")
-	}
-	b.WriteString("  </" + name + ">\n")
+	c.Data(http.StatusOK, f.ContentType(), compat.AppendStatus(nil, f, &compat.Status{
+		General: st.General, Application: st.Application, Instance: st.Instance, Healthy: st.Healthy}))
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // TestCaptureStock re-captures testdata/stock/<target>/ from the stock Java
@@ -68,12 +69,7 @@ func TestCaptureStock(t *testing.T) {
 
 func startStock(t *testing.T, dir, line string, args []string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := proctest.Port(t) // not from :0: the JVM binds seconds later
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "./run.sh", args...)
 	cmd.Dir = dir

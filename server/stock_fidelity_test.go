@@ -10,6 +10,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
@@ -114,6 +115,7 @@ func newStockFixture(t *testing.T, codecs compat.Codecs) *fixture {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	c = cache.NewStreaming(cfg, NewCodecLoader(reg, codecs))
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
+	docs := document.New(document.Config{Registry: reg, Codecs: codecs})
+	c = cache.NewStreaming(cfg, docs.Load)
+	return &fixture{srv: New(Config{}, Deps{Registry: reg, Docs: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/cache"
-	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
@@ -160,7 +159,7 @@ func newStockHeldFixture(t *testing.T) (*fixture, *eviction.Evictor) {
 	ccfg := cache.DefaultConfig()
 	ccfg.UseReadOnly = false
 	ccfg.Now = clk.Now
-	c = cache.NewStreaming(ccfg, NewCodecLoader(reg, compat.Codecs{}))
+	c = cache.NewStreaming(ccfg, testLoader(reg))
 	return &fixture{srv: New(Config{}, Deps{Registry: reg, Cache: c, Expiry: ev, Now: clk.Now}), reg: reg, clock: clk}, ev
 }
 

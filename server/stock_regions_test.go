@@ -8,6 +8,7 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
@@ -90,7 +91,6 @@ func newStockRegionFixture(t *testing.T, codecs compat.Codecs, url string) *fixt
 	if err := r.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	rg := Regions{Set: region.NewSet([]*region.Remote{r}, nil)}
 	var c *cache.Cache
 	reg := registry.New(registry.Options{Now: clk.Now, ExpectedClients: 1, SelfID: "eureka-1", OnEvent: func(e registry.Event) {
 		if in := e.Instance(); e.Changed {
@@ -100,6 +100,7 @@ func newStockRegionFixture(t *testing.T, codecs compat.Codecs, url string) *fixt
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	c = cache.NewStreaming(cfg, NewRegionLoader(reg, codecs, rg))
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Cache: c, Now: clk.Now, Regions: rg}), reg: reg, clock: clk}
+	docs := document.New(document.Config{Registry: reg, Codecs: codecs, Regions: document.Regions{Set: region.NewSet([]*region.Remote{r}, nil)}})
+	c = cache.NewStreaming(cfg, docs.Load)
+	return &fixture{srv: New(Config{}, Deps{Registry: reg, Docs: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
 }

@@ -23,8 +23,8 @@ import (
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka-bench/fleet"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/server"
 )
 
 func main() {
@@ -65,7 +65,7 @@ func payloads(f fleet.Fleet) (full, delta []byte, err error) {
 			return nil, nil, err
 		}
 	}
-	c := cache.NewStreaming(cache.DefaultConfig(), server.NewLoader(reg))
+	c := cache.NewStreaming(cache.DefaultConfig(), document.New(document.Config{Registry: reg}).Load)
 	fv, err := c.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
 	if err != nil {
 		return nil, nil, err

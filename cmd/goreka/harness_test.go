@@ -2,7 +2,8 @@ package main
 
 // The harness of every test here that runs goreka as a server: a node is one
 // goreka on a loopback address and port, run either as a separate process
-// (this test binary re-executed; see TestMain) or in this process (newApp +
+// (this test binary re-executed as goreka, through internal/proctest, which
+// also hands out the ports; see TestMain) or in this process (newApp +
 // run, so that the race detector covers the server code and a test can read
 // its registry and replicator). Either kind starts, stops and starts again
 // on the same port with the same arguments; a process can also be killed
@@ -17,12 +18,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -33,23 +34,15 @@ import (
 
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 	"github.com/goreka/goreka/registry"
 )
 
-// asGorekaEnv set to 1 makes the test binary goreka's main: TestMain runs
-// run(os.Args[1:]) instead of the tests, so no separate go build is needed.
-const asGorekaEnv = "GOREKA_TEST_AS_GOREKA"
-
+// TestMain makes the test binary goreka's main when a process node started
+// it (proctest.Self): it runs run instead of the tests, so no separate go
+// build is needed.
 func TestMain(m *testing.M) {
-	if os.Getenv(asGorekaEnv) == "1" {
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, asGorekaEnv+"=") {
-				env = append(env, kv)
-			}
-		}
-		os.Exit(run(os.Args[1:], env, os.Stdout, os.Stderr))
-	}
+	proctest.RunAsGoreka(run)
 	os.Exit(m.Run())
 }
 
@@ -100,9 +93,7 @@ type life struct {
 	stdout *logBuf // a process's stdout
 
 	// A process.
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once the process has exited and its output is read
-	stopped bool          // SIGSTOPped
+	proc *proctest.Proc
 
 	// In this process.
 	a      *app
@@ -199,9 +190,9 @@ func (n *node) alive() bool {
 	if l == nil {
 		return false
 	}
-	ch := l.done
+	var ch <-chan struct{} = l.done
 	if n.proc {
-		ch = l.exited
+		ch = l.proc.Done()
 	}
 	select {
 	case <-ch:
@@ -220,22 +211,10 @@ func (n *node) start() {
 		return // the listener is open before run starts
 	}
 	l := n.cur()
-	deadline := time.Now().Add(startWithin)
-	for {
-		c, err := net.DialTimeout("tcp", n.addr(), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-l.exited:
-			n.t.Fatalf("node %s exited during start-up (code %d):\n%s%s", n.name, l.cmd.ProcessState.ExitCode(), l.stdout, l.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("node %s not listening on %s after %s:\n%s", n.name, n.addr(), startWithin, l.log)
-		}
-		time.Sleep(10 * time.Millisecond) // waiting for a process to bind
+	if err := l.proc.WaitListening(n.addr(), startWithin); errors.Is(err, proctest.ErrExited) {
+		n.t.Fatalf("node %s exited during start-up (code %d):\n%s%s", n.name, l.proc.ExitCode(), l.stdout, l.log)
+	} else if err != nil {
+		n.t.Fatalf("node %s not listening on %s after %s:\n%s", n.name, n.addr(), startWithin, l.log)
 	}
 }
 
@@ -261,21 +240,17 @@ func (n *node) spawn() {
 func (n *node) spawnProcess(l *life) {
 	t := n.t
 	t.Helper()
-	exe, err := os.Executable()
+	exe, asGoreka, err := proctest.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, n.args...)
 	// Nothing from the test's environment reaches the configuration, and
 	// no application.yml from the package directory.
-	cmd.Env = []string{asGorekaEnv + "=1", "HOME=" + t.TempDir()}
-	cmd.Dir = t.TempDir()
-	cmd.Stdout, cmd.Stderr = l.stdout, l.log
-	if err := cmd.Start(); err != nil {
+	l.proc, err = proctest.Start(proctest.Options{Name: "node " + n.name, Path: exe, Args: n.args,
+		Env: []string{asGoreka, "HOME=" + t.TempDir()}, Dir: t.TempDir(), Stdout: l.stdout, Stderr: l.log})
+	if err != nil {
 		t.Fatal(err)
 	}
-	l.cmd, l.exited = cmd, make(chan struct{})
-	go func() { cmd.Wait(); close(l.exited) }()
 }
 
 func (n *node) spawnInProcess(l *life) {
@@ -327,11 +302,10 @@ func (n *node) stop() int {
 		return n.exitCode()
 	}
 	if n.proc {
-		n.signal(syscall.SIGTERM)
-		if n.stopped() {
-			n.signal(syscall.SIGCONT)
+		if err := l.proc.Stop(syscall.SIGTERM, stopWithin); err != nil {
+			n.t.Fatalf("node %s (goreka %v): %v; log:\n%s", n.name, n.args, err, l.log)
 		}
-		return n.waitExit(stopWithin)
+		return l.proc.ExitCode()
 	}
 	l.cancel()
 	select {
@@ -354,15 +328,11 @@ func (n *node) waitExit(within time.Duration) int {
 	if !n.proc || l == nil {
 		n.t.Fatalf("node %s: waitExit needs a started process", n.name)
 	}
-	select {
-	case <-l.exited:
-		return l.cmd.ProcessState.ExitCode()
-	case <-time.After(within):
-		l.cmd.Process.Kill()
-		<-l.exited
+	code, err := l.proc.Wait(within)
+	if err != nil {
 		n.t.Fatalf("node %s (goreka %v) did not exit within %s; log:\n%s", n.name, n.args, within, l.log)
-		return -1
 	}
+	return code
 }
 
 func (n *node) exitCode() int {
@@ -370,7 +340,7 @@ func (n *node) exitCode() int {
 	if l == nil || !n.proc {
 		return 0
 	}
-	return l.cmd.ProcessState.ExitCode()
+	return l.proc.ExitCode()
 }
 
 // kill is kill -9 and waits for the process to go.
@@ -383,11 +353,8 @@ func (n *node) kill() {
 	if l == nil || !n.alive() {
 		return
 	}
-	l.cmd.Process.Kill()
-	select {
-	case <-l.exited:
-	case <-time.After(stopWithin):
-		n.t.Errorf("node %s (pid %d) did not exit after SIGKILL", n.name, l.cmd.Process.Pid)
+	if err := l.proc.Stop(syscall.SIGKILL, stopWithin); err != nil {
+		n.t.Errorf("node %s (pid %d) did not exit after SIGKILL", n.name, l.proc.Pid())
 	}
 }
 
@@ -398,25 +365,15 @@ func (n *node) signal(sig syscall.Signal) {
 	if !n.proc || l == nil {
 		n.t.Fatalf("node %s: signal needs a started process", n.name)
 	}
-	if err := l.cmd.Process.Signal(sig); err != nil {
-		n.t.Fatalf("signal %v to node %s: %v", sig, n.name, err)
+	if err := l.proc.Signal(sig); err != nil {
+		n.t.Fatal(err)
 	}
-	n.mu.Lock()
-	switch sig {
-	case syscall.SIGSTOP:
-		l.stopped = true
-	case syscall.SIGCONT:
-		l.stopped = false
-	}
-	n.mu.Unlock()
 }
 
 // stopped reports whether the process is SIGSTOPped.
 func (n *node) stopped() bool {
 	l := n.cur()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return l != nil && l.stopped
+	return l != nil && l.proc != nil && l.proc.Paused()
 }
 
 // waitLine returns the first complete log line of the current start that
@@ -436,7 +393,7 @@ func (n *node) waitLine(s string) string {
 		}
 		if n.proc {
 			select {
-			case <-l.exited:
+			case <-l.proc.Done():
 				if line, ok := l.log.next(s); ok {
 					return line
 				}
@@ -461,70 +418,15 @@ func runToExit(t *testing.T, within time.Duration, args ...string) (code int, st
 	return code, n.stdout().String(), n.logs().String()
 }
 
-// logBuf is a thread-safe log kept in memory. Past logCap it drops its
-// older half, so that a long run at debug level cannot exhaust memory.
-type logBuf struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	cursor int // end of the line the last next returned
-}
-
-const logCap = 8 << 20
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.buf.Len()+len(p) > logCap {
-		b := l.buf.Bytes()
-		cut := len(b) / 2
-		if i := bytes.IndexByte(b[cut:], '\n'); i >= 0 {
-			cut += i + 1
-		}
-		rest := append([]byte("[earlier logs dropped]\n"), b[cut:]...)
-		l.buf.Reset()
-		l.buf.Write(rest)
-		l.cursor = 0
-	}
-	return l.buf.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// logBuf is a node's log (stderr or stdout of one start); see proctest.Log.
+type logBuf struct{ proctest.Log }
 
 // grep returns the log lines containing s.
-func (l *logBuf) grep(s string) []string {
-	var out []string
-	for line := range strings.Lines(l.String()) {
-		if strings.Contains(line, s) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
+func (l *logBuf) grep(s string) []string { return l.Grep(s) }
 
-// next returns the first complete line after the cursor that contains s,
-// and moves the cursor past it.
-func (l *logBuf) next(s string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buf.Bytes()
-	for pos := l.cursor; pos < len(b); {
-		i := bytes.IndexByte(b[pos:], '\n')
-		if i < 0 {
-			return "", false // an incomplete line: not yet
-		}
-		line := string(b[pos : pos+i])
-		pos += i + 1
-		if strings.Contains(line, s) {
-			l.cursor = pos
-			return line, true
-		}
-	}
-	return "", false
-}
+// next returns the first complete line after the last one next returned
+// that contains s.
+func (l *logBuf) next(s string) (string, bool) { return l.Next(s) }
 
 // waitUntil polls cond until it holds and returns the time that took; past
 // within it fails the test with what cond last described.
@@ -546,65 +448,13 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() (boo
 	}
 }
 
-// Ports are handed out from portLow-portHigh, below the kernel's ephemeral
-// range (32768-60999 by default): a port taken from ":0" lies in that range,
-// and between the test's check and a child process's bind an outgoing
-// connection may take it as its local port. Each port is handed out once
-// per test binary, starting at a random place so that test binaries run
-// side by side rarely meet.
-const portLow, portHigh = 20000, 32000
-
-var (
-	portMu    sync.Mutex
-	nextPort  int
-	handedOut = map[int]bool{}
-)
-
 // freePort returns a port free now on every one of ips (loopback
-// addresses, such as 127.0.0.2). The test is skipped if the first address
-// cannot be listened on at all.
+// addresses, such as 127.0.0.2), below the kernel's ephemeral range and
+// given to no other test (proctest.Port). The test is skipped if the first
+// address cannot be listened on at all.
 func freePort(t *testing.T, ips ...string) int {
 	t.Helper()
-	if ln, err := net.Listen("tcp", net.JoinHostPort(ips[0], "0")); err != nil {
-		t.Skipf("cannot listen on %s: %v", ips[0], err)
-	} else {
-		ln.Close()
-	}
-	portMu.Lock()
-	defer portMu.Unlock()
-	if nextPort == 0 {
-		nextPort = portLow + int(time.Now().UnixNano()%int64(portHigh-portLow))
-	}
-	for range portHigh - portLow {
-		p := nextPort
-		if nextPort++; nextPort >= portHigh {
-			nextPort = portLow
-		}
-		if handedOut[p] || !portFree(p, ips) {
-			continue
-		}
-		handedOut[p] = true
-		return p
-	}
-	t.Fatalf("no port in %d-%d free on all of %v", portLow, portHigh-1, ips)
-	return 0
-}
-
-func portFree(p int, ips []string) bool {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for _, ip := range ips {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
-		if err != nil {
-			return false
-		}
-		lns = append(lns, ln)
-	}
-	return true
+	return proctest.Port(t, ips...)
 }
 
 // testClient is shared by every request of the tests; its timeout only

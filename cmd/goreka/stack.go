@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/namespace"
@@ -29,7 +30,7 @@ type stack struct {
 	changes *registry.ChangeLog // onEvent's log lines (one per stack: listeners of two stacks run concurrently)
 	reg     *registry.Registry
 	cache   *cache.Cache
-	regions server.Regions // eureka.server.remote-region-*: the default namespace's only
+	regions document.Regions // eureka.server.remote-region-*: the default namespace's only
 	evictor *eviction.Evictor
 	health  *health.Monitor
 	repl    *replication.Replicator
@@ -80,7 +81,8 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 			return nil, err
 		}
 	}
-	s.cache = cache.NewStreaming(cacheConfig(cfg, now), server.NewRegionLoader(s.reg, codecs(cfg), s.regions))
+	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions})
+	s.cache = cache.NewStreaming(cacheConfig(cfg, now), docs.Load)
 	// One rate limiter and one set of per-client fetch limits for the
 	// process, as in Eureka (its rate limiter is global): the default
 	// stack's, which every namespace's server shares.
@@ -91,8 +93,8 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	status := &server.ProcessStatus{Environment: cfg.Environment, Started: a.started, Self: a.selfIn, Replicas: s.repl, Now: now}
 	s.srv = server.New(serverConfig(cfg), server.Deps{
 		Limiters: limiters,
-		Regions:  s.regions,
 		Registry: s.reg,
+		Docs:     docs,
 		Cache:    s.cache,
 		Gate:     s.evictor,
 		Expiry:   s.evictor,

@@ -9,6 +9,7 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/discovery"
+	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/region"
@@ -233,9 +234,9 @@ func authUsers(us []config.User) []server.UserConfig {
 // remoteRegions maps eureka.server.remote-region-* to one region.Remote per
 // region of remote-region-urls-with-name. onChange is called after a
 // region's copy changed (a.cache is set by then: fetches start in run).
-func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change)) (server.Regions, error) {
+func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change)) (document.Regions, error) {
 	rr := cfg.EurekaServer.RemoteRegions
-	out := server.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
+	out := document.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
 	if len(rr.URLsWithName) == 0 {
 		return out, nil
 	}

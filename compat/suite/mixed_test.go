@@ -165,7 +165,7 @@ func (s *suite) runMixedPair(t *testing.T, clients []string, buildErr map[string
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
 		if err == nil && a.p.exited() {
-			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.err)
+			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.Err())
 		}
 		if err != nil {
 			t.Logf("mixed pair: %v\n--- %s (tail)\n%s", err, a.p.log, tail(a.p.log, 30))

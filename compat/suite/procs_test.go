@@ -3,10 +3,8 @@
 package suite
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +12,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/goreka/goreka/internal/proctest"
 )
 
-// proc is a process the suite started: a server or an agent. It runs in its own process group so
-// that a signal reaches the JVM/node/python even if run.sh did not exec.
+// proc is a process the suite started: a server or an agent (internal/proctest). It runs in its own
+// process group so that a signal reaches the JVM/node/python even if run.sh did not exec; its output
+// is appended to log.
 type proc struct {
 	name string
 	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	*proctest.Proc
 }
 
 // procs keeps every process started, so that cleanup kills them all, also on failure or timeout.
@@ -33,62 +32,28 @@ type procs struct {
 }
 
 func (ps *procs) start(name, logPath, dir string, env []string, argv ...string) (*proc, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// The direct child (run.sh execs the runtime) dies with the test binary, even when go test's
+	// -timeout panics before any cleanup can run (proctest's Pdeathsig).
+	pp, err := proctest.Start(proctest.Options{Name: name, Path: argv[0], Args: argv[1:], Dir: dir,
+		Env: append(os.Environ(), env...), LogFile: logPath, Group: true,
+		LogHeader: fmt.Sprintf("\n===== %s start %s: %s %s", time.Now().Format(time.RFC3339), name, strings.Join(env, " "), strings.Join(argv, " "))})
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f, "\n===== %s start %s: %s %s\n", time.Now().Format(time.RFC3339), name, strings.Join(env, " "), strings.Join(argv, " "))
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// Pdeathsig: the direct child (run.sh execs the runtime) dies with the test binary, even when
-	// go test's -timeout panics before any cleanup can run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
+	p := &proc{name: name, log: logPath, Proc: pp}
 	ps.mu.Lock()
 	ps.all = append(ps.all, p)
 	ps.mu.Unlock()
 	return p, nil
 }
 
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) exited() bool { return p.Exited() }
 
 // signal sends sig to the process group.
-func (p *proc) signal(sig syscall.Signal) {
-	if p.cmd.Process != nil && !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	}
-}
+func (p *proc) signal(sig syscall.Signal) { _ = p.Signal(sig) }
 
 // stop sends sig and waits up to wait for the exit, then kills the group.
-func (p *proc) stop(sig syscall.Signal, wait time.Duration) error {
-	p.signal(sig)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(wait):
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("%s did not exit within %s of %s; killed", p.name, wait, sig)
-	}
-}
+func (p *proc) stop(sig syscall.Signal, wait time.Duration) error { return p.Stop(sig, wait) }
 
 // killAll kills every process still running; used in cleanup.
 func (ps *procs) killAll() {
@@ -100,63 +65,20 @@ func (ps *procs) killAll() {
 	}
 	for _, p := range all {
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(10 * time.Second):
 		}
 	}
 }
 
-// freePort asks the kernel for a free loopback port.
-// freePort hands out a port that is free now, below the kernel's ephemeral
-// range (32768-60999 here): a port taken from ":0" lies in that range, and
-// between our check and the agent's bind, any outgoing connection of the
-// JVMs, node or python may take it as its local port ("Address already in
-// use" at start-up). Ports are handed out once per run.
-func freePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	if nextPort == 0 {
-		nextPort = portLow + int(time.Now().UnixNano()%int64(portHigh-portLow))
-	}
-	for range portHigh - portLow {
-		p := nextPort
-		if nextPort++; nextPort >= portHigh {
-			nextPort = portLow
-		}
-		if handedOut[p] {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		handedOut[p] = true
-		return p, nil
-	}
-	return 0, fmt.Errorf("no free port in %d-%d", portLow, portHigh-1)
-}
-
-const portLow, portHigh = 20000, 32000
-
-var (
-	portMu    sync.Mutex
-	nextPort  int
-	handedOut = map[int]bool{}
-)
+// freePort hands out a loopback port that is free now, below the kernel's ephemeral range (between
+// our check and the agent's bind, an outgoing connection of the JVMs, node or python could take a
+// port of that range as its local port: "Address already in use" at start-up), once per run and to
+// no other test binary (proctest.FreePort).
+func freePort() (int, error) { return proctest.FreePort() }
 
 // tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log %s: %v)", path, err)
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
+func tail(path string, n int) string { return proctest.Tail(path, n) }
 
 // runBuild runs a build script, logging to logPath; the error carries the log's tail.
 func runBuild(script, logPath string, timeout time.Duration, env ...string) error {

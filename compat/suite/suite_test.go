@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // target is a server under test.
@@ -296,12 +297,10 @@ func (s *suite) buildTarget(t *testing.T, name string) (*target, error) {
 			},
 		}, nil
 	case "goreka":
-		bin := filepath.Join(s.out, "bin", "goreka")
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/goreka")
-		cmd.Dir = s.root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/goreka: %v\n%s", err, b)
+		bin, err := proctest.Build(filepath.Join(s.out, "bin"))
+		if err != nil {
+			return nil, err
 		}
 		t.Logf("build goreka: ok in %s", time.Since(start).Round(time.Second))
 		extra := strings.Fields(os.Getenv("COMPAT_GOREKA_ARGS"))
@@ -367,7 +366,7 @@ func (s *suite) startServer(srv *server) error {
 		return code == http.StatusOK, strconv.Itoa(code)
 	})
 	if err == nil && p.exited() {
-		err = fmt.Errorf("%s server exited at start-up: %v", srv.tg.name, p.err)
+		err = fmt.Errorf("%s server exited at start-up: %v", srv.tg.name, p.Err())
 	}
 	if err != nil {
 		return fmt.Errorf("%w\n--- %s (tail)\n%s", err, srv.log, tail(srv.log, 40))
@@ -557,7 +556,7 @@ func (s *suite) runClient(t *testing.T, r *clientRun, outDir string, target *url
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
 		if err == nil && a.p.exited() {
-			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.err)
+			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.Err())
 		}
 		if err != nil {
 			r.set("a register+heartbeat", err, "")

@@ -372,7 +372,7 @@ func (s *suite) runWarmRestart(t *testing.T, tg *target, runs []*clientRun, outD
 	sigterm := time.Now()
 	stopErr := srv.p.stop(syscall.SIGTERM, 20*time.Second)
 	exited := time.Now()
-	exitErr := srv.p.err
+	exitErr := srv.p.Err()
 	time.Sleep(downPause)
 	restartErr := s.restartUnderPoller(srv, poller)
 	var firstAfter appsSample
@@ -443,7 +443,7 @@ func (w *warmRun) ready(api eurekaAPI) error {
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
 		if err == nil && a.p.exited() {
-			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.err)
+			err = fmt.Errorf("%s exited at start-up: %v", a.app, a.p.Err())
 		}
 		if err != nil {
 			return err
@@ -496,7 +496,7 @@ func (s *suite) restartUnderPoller(srv *server, poller *appsPoller) error {
 		return ok, "none yet"
 	})
 	if err == nil && p.exited() {
-		err = fmt.Errorf("server exited after the restart: %v", p.err)
+		err = fmt.Errorf("server exited after the restart: %v", p.Err())
 	}
 	if err != nil {
 		return fmt.Errorf("%w\n--- %s (tail)\n%s", err, srv.log, tail(srv.log, 40))

@@ -3,7 +3,6 @@ package api
 import (
 	"container/heap"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/goreka/goreka/registry"
@@ -144,10 +143,10 @@ func (x *Index) buildSecondary() {
 func (x *Index) linkSecondary(en *entry) {
 	in := en.view.Instance
 	add(x.status, in.Status, en)
-	for p := range pieces(in.VIPAddress) {
+	for p := range registry.VIPPieces(in.VIPAddress) {
 		add(x.vip, p, en)
 	}
-	for p := range pieces(in.SecureVIPAddress) {
+	for p := range registry.VIPPieces(in.SecureVIPAddress) {
 		add(x.svip, p, en)
 	}
 	for k, v := range in.Metadata {
@@ -178,10 +177,10 @@ func (x *Index) unlink(en *entry) {
 		return
 	}
 	remove(x.status, in.Status, en)
-	for p := range pieces(in.VIPAddress) {
+	for p := range registry.VIPPieces(in.VIPAddress) {
 		remove(x.vip, p, en)
 	}
-	for p := range pieces(in.SecureVIPAddress) {
+	for p := range registry.VIPPieces(in.SecureVIPAddress) {
 		remove(x.svip, p, en)
 	}
 	for k, v := range in.Metadata {
@@ -212,31 +211,6 @@ func remove[K comparable](m map[K]set, k K, en *entry) {
 	}
 }
 
-// pieces yields the distinct comma-separated pieces of a VIP address, as
-// Eureka's /vips lookup compares them (exactly, no trimming).
-func pieces(addr string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		if addr == "" {
-			return
-		}
-		// A repeated piece is yielded twice: harmless, sets are keyed by entry.
-		for p := range strings.SplitSeq(addr, ",") {
-			if !yield(p) {
-				return
-			}
-		}
-	}
-}
-
-func hasPiece(addr, want string) bool {
-	for p := range pieces(addr) {
-		if p == want {
-			return true
-		}
-	}
-	return false
-}
-
 // KV is one metadata.KEY=VALUE filter.
 type KV struct{ Key, Value string }
 
@@ -258,10 +232,10 @@ func (f *Filter) matches(en *entry) bool {
 	if f.Status != "" && in.Status != f.Status {
 		return false
 	}
-	if f.VIP != "" && !hasPiece(in.VIPAddress, f.VIP) {
+	if f.VIP != "" && !registry.VIPMatches(in.VIPAddress, f.VIP) {
 		return false
 	}
-	if f.SVIP != "" && !hasPiece(in.SecureVIPAddress, f.SVIP) {
+	if f.SVIP != "" && !registry.VIPMatches(in.SecureVIPAddress, f.SVIP) {
 		return false
 	}
 	for _, kv := range f.Meta {

@@ -1,4 +1,4 @@
-package server
+package document
 
 import (
 	"compress/gzip"
@@ -41,10 +41,11 @@ func BenchmarkRebuildWithRegion(b *testing.B) {
 	for _, mode := range []string{"local", "fallback", "whole"} {
 		b.Run(fmt.Sprintf("%dk+%dk/%s", n/1000, n/1000, mode), func(b *testing.B) {
 			reg := springRegistry(b, n)
-			loader := NewCodecLoader(reg, compat.Codecs{})
+			cfg := Config{Registry: reg}
 			if mode == "fallback" {
-				loader = NewRegionLoader(reg, compat.Codecs{}, rg)
+				cfg.Regions = rg
 			}
+			loader := New(cfg).Load
 			k := cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true}
 			build := func() int {
 				if mode == "whole" {

@@ -1,21 +1,22 @@
-package server
+package interop
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/goreka/goreka/internal/proctest"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
 )
 
@@ -50,7 +51,7 @@ func TestPrometheusDiscoversGoreka(t *testing.T) {
 	var a *api.API
 	reg := registry.New(registry.Options{OnEvent: func(e registry.Event) { a.OnEvent(e) }})
 	a = api.New(reg, api.Config{})
-	srv := New(Config{}, Deps{Registry: reg})
+	srv := server.New(server.Config{}, server.Deps{Registry: reg})
 	srv.MountAPI(a)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -68,7 +69,7 @@ func TestPrometheusDiscoversGoreka(t *testing.T) {
 	mk("ORDERS", "orders-2", 8081, map[string]string{"zone": "b"})
 	mk("BILLING", "billing-1", 8082, map[string]string{"prometheus.scrape": "false"})
 
-	port := freePort(t)
+	port := proctest.Port(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1h
@@ -85,31 +86,26 @@ scrape_configs:
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	var logs proctest.Log
+	p, err := proctest.Start(proctest.Options{Name: "prometheus", Path: bin, Args: []string{"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port)},
+		Stdout: &logs, Stderr: &logs})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = p.Stop(syscall.SIGKILL, 10*time.Second) })
 
 	var targets []promTarget
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	err = p.WaitFor(60*time.Second, "discovery of the instances", func() (bool, string) {
 		targets = activeTargets(port)
 		n := map[string]int{}
 		for _, tg := range targets {
 			n[tg.ScrapePool]++
 		}
-		if n["eureka"] == 3 && n["goreka"] == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not discover the instances: %v\n%s", n, logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return n["eureka"] == 3 && n["goreka"] == 2, fmt.Sprint(n)
+	})
+	if err != nil {
+		t.Fatalf("Prometheus did not discover the instances: %v\n%s", err, logs.String())
 	}
 
 	byJob := map[string]map[string]promTarget{"eureka": {}, "goreka": {}}
@@ -165,14 +161,4 @@ func activeTargets(port int) []promTarget {
 		return nil
 	}
 	return body.Data.ActiveTargets
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

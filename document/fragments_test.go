@@ -1,4 +1,4 @@
-package server
+package document
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ func TestFragmentsServeTheWholeDocument(t *testing.T) {
 			cfg := cache.DefaultConfig()
 			cfg.UseReadOnly = false // every Get reads the readWrite tier, fresh after Invalidate
 			cfg.Now = clk.Now
-			c = cache.NewStreaming(cfg, NewCodecLoader(reg, codecs))
+			c = cache.NewStreaming(cfg, New(Config{Registry: reg, Codecs: codecs}).Load)
 			rng := rand.New(rand.NewPCG(7, 8))
 			var live []registry.InstanceKey
 			for batch := range 12 {

@@ -1,4 +1,4 @@
-package api
+package interop
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/discovery/targetgroup"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/api"
 )
 
 // TestConsulCatalogWithPrometheusDiscovery runs Prometheus' own Consul
@@ -24,7 +25,7 @@ import (
 // instance with its address, health and metadata, and its blocking queries
 // see a registration and a cancel.
 func TestConsulCatalogWithPrometheusDiscovery(t *testing.T) {
-	f := newFixture(t, Config{})
+	f := newFixture(t)
 	f.api.MountConsul(f.eng)
 	o1 := inst("ORDERS", "o1")
 	o1.Metadata = map[string]string{"zone": "a"}
@@ -107,7 +108,7 @@ func TestConsulCatalogWithPrometheusDiscovery(t *testing.T) {
 			}
 		}
 	}
-	if g := groups["orders"]; string(g.Labels["__meta_consul_dc"]) != ConsulDatacenter || string(g.Labels["__meta_consul_service"]) != "orders" {
+	if g := groups["orders"]; string(g.Labels["__meta_consul_dc"]) != api.ConsulDatacenter || string(g.Labels["__meta_consul_service"]) != "orders" {
 		t.Errorf("orders group labels %v", g.Labels)
 	}
 	if tg := targets("db")["pg-1"]; string(tg["__address__"]) != "10.0.0.5:5432" {

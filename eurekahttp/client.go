@@ -1,0 +1,397 @@
+package eurekahttp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kgzip "github.com/klauspost/compress/gzip"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// Limits on what is read of an answer (inflated). A longer body is an
+// ErrBadResponse.
+const (
+	// MaxBody caps an answer of Do and PostBatch.
+	MaxBody = 256 << 20
+	// MaxDocument caps a registry document (GetApplications): about
+	// 1.1 GB of JSON at 1M instances.
+	MaxDocument = 4 << 30
+)
+
+// Config configures a Client. Zero fields take the defaults listed.
+type Config struct {
+	// ConnectTimeout bounds the dial and the TLS handshake (default 1 s).
+	ConnectTimeout time.Duration
+	// ReadTimeout is Java's socket read timeout: the longest wait for the
+	// next bytes of an answer, its headers or any read of its body, once the
+	// request is written (default 5 s). Nothing here bounds a whole call;
+	// the caller's context does.
+	ReadTimeout time.Duration
+	// MaxIdleConnsPerHost bounds kept-alive connections per server (0:
+	// net/http's default, 2).
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes a kept-alive connection unused this long
+	// (default 30 s).
+	IdleConnTimeout time.Duration
+	// TLSClientConfig configures https calls (nil: Go's defaults).
+	TLSClientConfig *tls.Config
+	// UserAgent is sent with every call (default goreka).
+	UserAgent string
+	// AcceptGzip asks for gzip answers (Accept-Encoding: gzip). A gzip
+	// answer is inflated either way.
+	AcceptGzip bool
+	// CompressBatches gzips PostBatch bodies
+	// (eureka.server.enable-replicated-request-compression).
+	CompressBatches bool
+	// HTTPClient replaces the client built from the connection fields above
+	// (tests, custom transports). The read timeout still applies to the
+	// body, and to the headers when its transport reports writing the
+	// request (httptrace.WroteRequest, as http.Transport does).
+	HTTPClient *http.Client
+}
+
+// Client calls Eureka servers. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	hc  *http.Client
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ConnectTimeout, time.Second)
+	def(&cfg.ReadTimeout, 5*time.Second)
+	def(&cfg.IdleConnTimeout, 30*time.Second)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "goreka"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+		hc = &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				DialContext:         d.DialContext,
+				TLSClientConfig:     cfg.TLSClientConfig,
+				TLSHandshakeTimeout: cfg.ConnectTimeout,
+				MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+				IdleConnTimeout:     cfg.IdleConnTimeout,
+				// gzip is asked for (or not) explicitly: AcceptGzip.
+				DisableCompression: true,
+			},
+			// Never follow a redirect to another host with our credentials.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Client{cfg: cfg, hc: hc}
+}
+
+// StatusError is an answer with a status the call does not accept.
+type StatusError struct {
+	Method string
+	URL    string // without credentials
+	Code   int
+}
+
+func (e *StatusError) Error() string {
+	if e.Method == "" {
+		return fmt.Sprintf("%s answered %d", e.URL, e.Code)
+	}
+	return fmt.Sprintf("%s %s answered %d", e.Method, e.URL, e.Code)
+}
+
+// ErrBadResponse marks an answer that could not be used: a body that is
+// not what the call expects, broken gzip, a body over the limit.
+var ErrBadResponse = errors.New("unusable response")
+
+// ErrReadTimeout is a call's error when no bytes arrived within the read
+// timeout. It is a net.Error with Timeout() true, and not
+// context.DeadlineExceeded.
+var ErrReadTimeout error = readTimeoutError{}
+
+type readTimeoutError struct{}
+
+func (readTimeoutError) Error() string   { return "read timed out" }
+func (readTimeoutError) Timeout() bool   { return true }
+func (readTimeoutError) Temporary() bool { return true }
+
+// Fetch names a registry document.
+type Fetch uint8
+
+// Registry documents.
+const (
+	Full  Fetch = iota // GET apps/
+	Delta              // GET apps/delta
+)
+
+func (f Fetch) path() string {
+	if f == Delta {
+		return "apps/delta"
+	}
+	return "apps/"
+}
+
+// GetApplications fetches the full registry or the delta as JSON. Anything
+// but 200 is a *StatusError; an undecodable body an ErrBadResponse.
+func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
+	path := f.path()
+	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, &StatusError{Method: http.MethodGet, URL: ep.URL + path, Code: code}
+	}
+	apps, err := compat.DecodeApplications(b, compat.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s%s: %w: %v", ep.URL, path, ErrBadResponse, err)
+	}
+	return apps, nil
+}
+
+// PostBatch sends a replication batch (POST peerreplication/batch/) and
+// returns the peer's answers, one per item. A status outside 2xx is a
+// *StatusError; an undecodable body an ErrBadResponse.
+func (c *Client) PostBatch(ctx context.Context, ep Endpoint, items []compat.ReplicationItem) ([]compat.ReplicationResponse, error) {
+	const path = "peerreplication/batch/"
+	body := compat.AppendReplicationList(nil, items)
+	code, b, err := c.do(ctx, ep, http.MethodPost, path, body, c.cfg.CompressBatches, MaxBody)
+	if err != nil {
+		return nil, err
+	}
+	if code < 200 || code > 299 {
+		return nil, &StatusError{Method: http.MethodPost, URL: ep.URL + path, Code: code}
+	}
+	rs, err := compat.DecodeReplicationResponses(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	}
+	return rs, nil
+}
+
+// Register registers an instance as its own client does (POST
+// apps/{APP}); anything but 204 is a *StatusError.
+func (c *Client) Register(ctx context.Context, ep Endpoint, v *registry.LeaseView) error {
+	path := "apps/" + url.PathEscape(v.Instance.App)
+	code, _, err := c.do(ctx, ep, http.MethodPost, path, compat.AppendInstance(nil, compat.JSON, v), false, MaxBody)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusNoContent {
+		return &StatusError{Method: http.MethodPost, URL: ep.URL + path, Code: code}
+	}
+	return nil
+}
+
+// Renew sends an instance's heartbeat as its own client does (PUT
+// apps/{APP}/{id}?status=...&lastDirtyTimestamp=...). found is false when
+// the server answered 404 (register again); any other status but 200 is a
+// *StatusError.
+func (c *Client) Renew(ctx context.Context, ep Endpoint, in *registry.Instance) (found bool, err error) {
+	q := url.Values{"status": {string(in.Status)},
+		"lastDirtyTimestamp": {strconv.FormatInt(in.LastDirtyTimestamp.UnixMilli(), 10)}}
+	path := instancePath(in.App, in.ID())
+	code, _, err := c.do(ctx, ep, http.MethodPut, path+"?"+q.Encode(), nil, false, MaxBody)
+	switch {
+	case err != nil:
+		return false, err
+	case code == http.StatusOK:
+		return true, nil
+	case code == http.StatusNotFound:
+		return false, nil
+	}
+	return false, &StatusError{Method: http.MethodPut, URL: ep.URL + path, Code: code}
+}
+
+// Cancel removes an instance's registration (DELETE apps/{APP}/{id}); 200
+// and 404 (already gone) succeed, anything else is a *StatusError.
+func (c *Client) Cancel(ctx context.Context, ep Endpoint, app, id string) error {
+	path := instancePath(app, id)
+	code, _, err := c.do(ctx, ep, http.MethodDelete, path, nil, false, MaxBody)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusNotFound {
+		return &StatusError{Method: http.MethodDelete, URL: ep.URL + path, Code: code}
+	}
+	return nil
+}
+
+func instancePath(app, id string) string {
+	return "apps/" + url.PathEscape(app) + "/" + url.PathEscape(id)
+}
+
+// Do sends one call to ep's URL + path (which may hold a query) with a
+// JSON body (nil for none) and returns the status and the inflated body,
+// at most MaxBody bytes. It accepts any status.
+func (c *Client) Do(ctx context.Context, ep Endpoint, method, path string, body []byte) (int, []byte, error) {
+	return c.do(ctx, ep, method, path, body, false, MaxBody)
+}
+
+func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel}
+	defer w.stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() }})
+
+	var rd io.Reader
+	if body != nil {
+		if gz {
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			zw.Write(body) // writes to a bytes.Buffer cannot fail
+			zw.Close()
+			body = buf.Bytes()
+		}
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, ep.URL+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", compat.ContentTypeJSON)
+	if c.cfg.AcceptGzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	// A Eureka server's identity (EurekaServerIdentity), which a peer's rate
+	// limiter (eureka.server.rate-limiter-*) never throttles.
+	req.Header.Set("DiscoveryIdentity-Name", "DefaultServer")
+	req.Header.Set("DiscoveryIdentity-Version", "1.0")
+	if body != nil {
+		req.Header.Set("Content-Type", compat.ContentTypeJSON)
+		if gz {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+	}
+	if ep.Authorization != "" {
+		req.Header.Set("Authorization", ep.Authorization)
+	}
+	u := ep.URL + path
+	resp, err := c.hc.Do(req)
+	w.disarm()
+	if err != nil {
+		if w.fired.Load() {
+			return 0, nil, fmt.Errorf("%s %s: %w", method, u, ErrReadTimeout)
+		}
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var r io.Reader = &timedReader{r: resp.Body, w: w}
+	// A registry is ~20 times its gzip bytes (110 MB at 100k instances):
+	// size the buffer once instead of doubling it up to there.
+	guess := resp.ContentLength
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := kgzip.NewReader(r)
+		if err != nil {
+			if err = w.cause(err); err == ErrReadTimeout {
+				return resp.StatusCode, nil, fmt.Errorf("%s %s: %w", method, u, err)
+			}
+			return resp.StatusCode, nil, fmt.Errorf("%s %s: %w: gzip: %v", method, u, ErrBadResponse, err)
+		}
+		defer zr.Close()
+		r = zr
+		guess *= 24
+	}
+	var buf bytes.Buffer
+	if guess > 0 {
+		buf.Grow(int(min(guess, limit+1) + bytes.MinRead))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the body: %w", method, u, w.cause(err))
+	}
+	if int64(buf.Len()) > limit {
+		return resp.StatusCode, nil, fmt.Errorf("%s %s: %w: body larger than %d bytes", method, u, ErrBadResponse, limit)
+	}
+	return resp.StatusCode, buf.Bytes(), nil
+}
+
+// watchdog is the read timeout of one call: armed while the call waits
+// for bytes (from the request written to the headers, and during each read
+// of the body), it cancels the call when it fires.
+type watchdog struct {
+	d      time.Duration
+	cancel context.CancelCauseFunc
+	fired  atomic.Bool
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (w *watchdog) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.stopped:
+	case w.t == nil:
+		w.t = time.AfterFunc(w.d, w.fire)
+	default:
+		w.t.Reset(w.d)
+	}
+}
+
+func (w *watchdog) disarm() {
+	w.mu.Lock()
+	if w.t != nil {
+		w.t.Stop()
+	}
+	w.mu.Unlock()
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	if w.t != nil {
+		w.t.Stop()
+	}
+	w.mu.Unlock()
+}
+
+func (w *watchdog) fire() {
+	w.fired.Store(true)
+	w.cancel(ErrReadTimeout)
+}
+
+// cause is ErrReadTimeout for the error of a call the watchdog cancelled,
+// else err.
+func (w *watchdog) cause(err error) error {
+	if w.fired.Load() {
+		return ErrReadTimeout
+	}
+	return err
+}
+
+// timedReader holds each read of a body to the read timeout.
+type timedReader struct {
+	r io.Reader
+	w *watchdog
+}
+
+func (t *timedReader) Read(p []byte) (int, error) {
+	t.w.arm()
+	n, err := t.r.Read(p)
+	t.w.disarm()
+	return n, err
+}

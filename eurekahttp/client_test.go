@@ -1,0 +1,298 @@
+package eurekahttp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/registry"
+)
+
+// registryBody is a JSON full registry of n instances.
+func registryBody(n int) []byte {
+	app := registry.Application{Name: "ORDERS"}
+	for i := range n {
+		in := &registry.Instance{InstanceID: fmt.Sprintf("o%d", i), App: "ORDERS", HostName: "h", Status: registry.StatusUp}
+		app.Instances = append(app.Instances, registry.LeaseView{Instance: in})
+	}
+	apps := &registry.Applications{VersionDelta: 1, Apps: []registry.Application{app}}
+	apps.HashCode = apps.ReconcileHashCode()
+	return compat.AppendApplications(nil, compat.JSON, false, apps)
+}
+
+// streaming answers with body in pieces, waiting gap between them; stallAt
+// >= 0 stops sending after that many pieces until the client gives up.
+func streaming(t *testing.T, body []byte, pieces int, gap time.Duration, stallAt int, gz bool) *httptest.Server {
+	t.Helper()
+	if gz {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(body)
+		zw.Close()
+		body = buf.Bytes()
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", compat.ContentTypeJSON)
+		if gz {
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		size := (len(body) + pieces - 1) / pieces
+		for i := 0; len(body) > 0; i++ {
+			if i == stallAt {
+				<-r.Context().Done()
+				return
+			}
+			n := min(len(body), size)
+			w.Write(body[:n])
+			w.(http.Flusher).Flush()
+			body = body[n:]
+			time.Sleep(gap)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func endpoint(t *testing.T, srv *httptest.Server) Endpoint {
+	t.Helper()
+	ep, err := ParseURL(srv.URL + "/eureka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// TestReadTimeoutIsPerRead: the read timeout bounds each wait for bytes
+// (Java's socket read timeout), the headers' and every read of the body's,
+// and not the whole call: a body that keeps streaming for several read
+// timeouts is read to its end, a stalled one fails after one read timeout,
+// plain or gzip.
+func TestReadTimeoutIsPerRead(t *testing.T) {
+	t.Parallel()
+	const read = 250 * time.Millisecond
+	body := registryBody(200)
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hung.Close)
+	tests := []struct {
+		name string
+		srv  *httptest.Server
+		ok   bool
+	}{
+		// 16 pieces 50 ms apart: 800 ms, over three read timeouts.
+		{"streaming body", streaming(t, body, 16, 50*time.Millisecond, -1, false), true},
+		{"streaming gzip body", streaming(t, body, 16, 50*time.Millisecond, -1, true), true},
+		{"no headers", hung, false},
+		{"stalled body", streaming(t, body, 16, 10*time.Millisecond, 4, false), false},
+		{"stalled gzip body", streaming(t, body, 16, 10*time.Millisecond, 4, true), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := New(Config{ReadTimeout: read, AcceptGzip: true})
+			start := time.Now()
+			apps, err := c.GetApplications(t.Context(), endpoint(t, tc.srv), Full)
+			took := time.Since(start)
+			if tc.ok {
+				if err != nil || len(apps.Apps) != 1 || len(apps.Apps[0].Instances) != 200 {
+					t.Fatalf("GetApplications = %v, %v; want the whole registry", apps, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrReadTimeout) {
+				t.Fatalf("err = %v, want ErrReadTimeout", err)
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err %v: a net.Error timeout that is not a context deadline, want", err)
+			}
+			if took > 10*time.Second {
+				t.Errorf("gave up after %v with a read timeout of %v", took, read)
+			}
+		})
+	}
+}
+
+// TestContextBoundsTheCall: a deadline of the caller ends a call that the
+// read timeout would let run, as context.DeadlineExceeded.
+func TestContextBoundsTheCall(t *testing.T) {
+	t.Parallel()
+	srv := streaming(t, registryBody(50), 20, 50*time.Millisecond, -1, false)
+	c := New(Config{ReadTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.GetApplications(ctx, endpoint(t, srv), Full); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrReadTimeout) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// recorder answers every call with status and body and keeps the requests.
+type recorder struct {
+	mu     sync.Mutex
+	reqs   []*http.Request
+	bodies [][]byte
+	status int
+	body   []byte
+	gz     bool // gzip the answer when asked to
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err == nil {
+			b, _ = io.ReadAll(zr)
+		}
+	}
+	rec.mu.Lock()
+	rec.reqs = append(rec.reqs, r)
+	rec.bodies = append(rec.bodies, b)
+	status, body := rec.status, rec.body
+	rec.mu.Unlock()
+	if rec.gz && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(body)
+		zw.Close()
+		body = buf.Bytes()
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func TestHeadersCredentialsAndGzip(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{status: http.StatusOK, body: registryBody(3), gz: true}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	ep, err := ParseURL(strings.Replace(srv.URL, "http://", "http://admin:s:cret@", 1) + "/eureka?x=1#f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.URL != srv.URL+"/eureka/" || fmt.Sprintf("%v %+v", ep, ep) != ep.URL+" "+ep.URL {
+		t.Fatalf("endpoint %q printed %v", ep.URL, ep)
+	}
+	for _, gz := range []bool{false, true} {
+		c := New(Config{UserAgent: "test-agent", AcceptGzip: gz, CompressBatches: true})
+		apps, err := c.GetApplications(t.Context(), ep, Delta)
+		if err != nil || len(apps.Apps[0].Instances) != 3 {
+			t.Fatalf("gzip %v: %v, %v", gz, apps, err)
+		}
+		if _, err := c.PostBatch(t.Context(), ep, nil); err == nil {
+			t.Fatal("a registry body decoded as batch answers")
+		} else if !errors.Is(err, ErrBadResponse) {
+			t.Fatalf("batch answered with a registry: %v, want ErrBadResponse", err)
+		}
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:s:cret"))
+	for i, r := range rec.reqs {
+		h := r.Header
+		if h.Get("Authorization") != want || h.Get("DiscoveryIdentity-Name") != "DefaultServer" ||
+			h.Get("DiscoveryIdentity-Version") != "1.0" || h.Get("Accept") != "application/json" || h.Get("User-Agent") != "test-agent" {
+			t.Errorf("request %d headers %v", i, h)
+		}
+		if gz := i >= 2; (h.Get("Accept-Encoding") == "gzip") != gz {
+			t.Errorf("request %d Accept-Encoding %q", i, h.Get("Accept-Encoding"))
+		}
+	}
+	if p := rec.reqs[0].URL.Path; p != "/eureka/apps/delta" {
+		t.Errorf("delta path %q", p)
+	}
+	if r := rec.reqs[1]; r.URL.Path != "/eureka/peerreplication/batch/" || r.Header.Get("Content-Encoding") != "gzip" ||
+		r.Header.Get("Content-Type") != "application/json" || string(rec.bodies[1]) != `{"replicationList":[]}` {
+		t.Errorf("batch %s %v body %q", r.URL.Path, r.Header, rec.bodies[1])
+	}
+	if ep, _ := ParseURL("http://admin@h/eureka/"); ep.Authorization != "" {
+		t.Errorf("user without password sends %q", ep.Authorization)
+	}
+	for _, bad := range []string{"ftp://h/eureka/", "http:///eureka/", "://x"} {
+		if _, err := ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q) accepted", bad)
+		}
+	}
+}
+
+func TestStatusAndBodyErrors(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{status: http.StatusServiceUnavailable}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	ep := endpoint(t, srv)
+	c := New(Config{})
+	var se *StatusError
+	if _, err := c.GetApplications(t.Context(), ep, Full); !errors.As(err, &se) || se.Code != 503 || se.URL != ep.URL+"apps/" ||
+		err.Error() != "GET "+ep.URL+"apps/ answered 503" {
+		t.Fatalf("503: %v", err)
+	}
+	rec.mu.Lock()
+	rec.status, rec.body = http.StatusOK, []byte("not json")
+	rec.mu.Unlock()
+	if _, err := c.GetApplications(t.Context(), ep, Full); !errors.Is(err, ErrBadResponse) {
+		t.Fatalf("garbage: %v", err)
+	}
+	rec.mu.Lock()
+	rec.body = bytes.Repeat([]byte("x"), 100)
+	rec.mu.Unlock()
+	if _, _, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 99); !errors.Is(err, ErrBadResponse) {
+		t.Fatalf("body over the limit: %v", err)
+	}
+	if code, b, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 100); err != nil || code != 200 || len(b) != 100 {
+		t.Fatalf("body at the limit: %d %d %v", code, len(b), err)
+	}
+}
+
+func TestInstanceCalls(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{status: http.StatusNoContent}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	ep := endpoint(t, srv)
+	c := New(Config{})
+	in := &registry.Instance{InstanceID: "h:a b", App: "SVC", HostName: "h", Status: registry.StatusUp,
+		LastDirtyTimestamp: time.UnixMilli(1_700_000_000_123)}
+	if err := c.Register(t.Context(), ep, &registry.LeaseView{Instance: in}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		status int
+		found  bool
+		err    bool
+	}{{200, true, false}, {404, false, false}, {500, false, true}} {
+		rec.mu.Lock()
+		rec.status = tc.status
+		rec.mu.Unlock()
+		found, err := c.Renew(t.Context(), ep, in)
+		if found != tc.found || (err != nil) != tc.err {
+			t.Errorf("renew answered %d: found %v err %v", tc.status, found, err)
+		}
+		if err := c.Cancel(t.Context(), ep, in.App, in.ID()); (err != nil) != tc.err {
+			t.Errorf("cancel answered %d: %v", tc.status, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if r := rec.reqs[0]; r.Method != http.MethodPost || r.URL.Path != "/eureka/apps/SVC" || !bytes.Contains(rec.bodies[0], []byte(`"instanceId":"h:a b"`)) {
+		t.Errorf("register %s %s %s", r.Method, r.URL.Path, rec.bodies[0])
+	}
+	if r := rec.reqs[1]; r.Method != http.MethodPut || r.URL.EscapedPath() != "/eureka/apps/SVC/h:a%20b" ||
+		r.URL.RawQuery != "lastDirtyTimestamp=1700000000123&status=UP" {
+		t.Errorf("renew %s %s?%s", r.Method, r.URL.EscapedPath(), r.URL.RawQuery)
+	}
+	if r := rec.reqs[2]; r.Method != http.MethodDelete || r.URL.Path != "/eureka/apps/SVC/h:a b" {
+		t.Errorf("cancel %s %s", r.Method, r.URL.Path)
+	}
+}
