@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/server/metrics"
 )
 
@@ -181,7 +182,7 @@ func (o *Ops) configureAuth(a AuthConfig) error {
 	o.authOn = true
 	o.namespace = a.Namespace
 	if o.namespace == "" {
-		o.namespace = "default"
+		o.namespace = namespace.Default
 	}
 	if a.Password != "" {
 		user := a.User

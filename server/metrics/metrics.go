@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -83,7 +84,7 @@ type appCounts struct {
 
 // DefaultNamespace is the namespace label of the default namespace's
 // series (/eureka/).
-const DefaultNamespace = "default"
+const DefaultNamespace = namespace.Default
 
 // New builds the metric set of the process and of its default namespace;
 // src may be the zero value. Every series of the set and of the collectors
