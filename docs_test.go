@@ -111,3 +111,71 @@ func hasAnchor(t *testing.T, doc, a string) bool {
 	}
 	return false
 }
+
+// TestLayoutTable keeps README's Layout table in step with the tree: every
+// folder a row names exists, every top-level folder has a row (or rows
+// for its subfolders), and every Go package is a row or is named (in backquotes) in the
+// table, so a new package cannot land undocumented.
+func TestLayoutTable(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	start := strings.Index(s, "\n## Layout\n")
+	if start < 0 {
+		t.Fatal("README.md has no Layout section")
+	}
+	section := s[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	rows := map[string]bool{}
+	cell := regexp.MustCompile("^\\| `([^`]+)` \\|")
+	for _, line := range strings.Split(section, "\n") {
+		if m := cell.FindStringSubmatch(line); m != nil {
+			rows[m[1]] = true
+			if fi, err := os.Stat(m[1]); err != nil || !fi.IsDir() {
+				t.Errorf("README Layout names %s, which is not a folder of the repository", m[1])
+			}
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatal("README Layout table has no rows")
+	}
+	tops := map[string]bool{}
+	pkgs := map[string]bool{}
+	_ = filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() && p != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "target" || name == "out" || name == "bin") {
+			if strings.Count(p, string(filepath.Separator)) == 0 && name == "testdata" {
+				tops[p] = true
+			}
+			return filepath.SkipDir
+		}
+		if d.IsDir() && p != "." && !strings.Contains(p, string(filepath.Separator)) {
+			tops[p] = true
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") && filepath.Dir(p) != "." {
+			pkgs[filepath.ToSlash(filepath.Dir(p))] = true
+		}
+		return nil
+	})
+	for top := range tops {
+		covered := rows[top]
+		for r := range rows {
+			covered = covered || strings.HasPrefix(r, top+"/")
+		}
+		if !covered {
+			t.Errorf("top-level folder %s has no row in README Layout", top)
+		}
+	}
+	for p := range pkgs {
+		if !rows[p] && !strings.Contains(section, "`"+p+"`") {
+			t.Errorf("Go package %s is neither a row nor named in README Layout", p)
+		}
+	}
+}
