@@ -105,10 +105,6 @@ func (r *Registry) Restore(s Snapshot) int {
 			// snapshot written under a higher limit); the rest re-register.
 			break
 		}
-		if group == nil {
-			group = make(map[string]*lease)
-			r.apps[in.App] = group
-		}
 		in.IsCoordinatingDiscoveryServer = r.selfID != "" && id == r.selfID
 		in.LeaseInfo = LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}.WithDefaults()
 		l := &lease{inst: in, registered: v.RegistrationTimestamp, serviceUp: v.ServiceUpTimestamp}
@@ -120,9 +116,7 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 		l.lastUpdate.Store(now.UnixNano())
 		l.beat.Store(now.UnixNano())
-		group[id] = l
-		r.size++
-		r.counts[in.Status]++
+		r.placeLocked(in.App, id, nil, l)
 		r.commitLocked(EventRegister, l, "", "", true, true)
 		n++
 	}

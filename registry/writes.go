@@ -395,15 +395,31 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 }
 
 // storeLocked stores l under app/id in place of old (old nil: a new key;
-// l nil: the key is removed) and keeps the registry's tallies in step: the
-// per-status counts behind apps__hashcode, the size, the static count, and
-// the expected clients behind self-preservation's threshold, which grows by
-// one for a new instance expected to renew and shrinks by one for one no
-// longer expected (removed, or taken over by a static registration), and
-// only while it is positive, as AbstractInstanceRegistry.register and
-// cancel do. Every registration, static one and removal goes through it.
-// The caller holds the write lock.
+// l nil: the key is removed) and keeps the registry's tallies in step
+// (placeLocked), plus the expected clients behind self-preservation's
+// threshold, which grows by one for a new instance expected to renew and
+// shrinks by one for one no longer expected (removed, or taken over by a
+// static registration), and only while it is positive, as
+// AbstractInstanceRegistry.register and cancel do. Every registration, static
+// one and removal goes through it. The caller holds the write lock.
 func (r *Registry) storeLocked(app, id string, old, l *lease) {
+	r.placeLocked(app, id, old, l)
+	wasRenewing, renewing := old != nil && !old.static, l != nil && !l.static
+	if r.expected > 0 && wasRenewing != renewing {
+		if renewing {
+			r.expected++
+		} else {
+			r.expected--
+		}
+	}
+}
+
+// placeLocked is storeLocked without the expected clients: the map, the
+// per-status counts behind apps__hashcode, the size and the static count.
+// Restore uses it alone, since a restored registry's expected clients are
+// set when it opens for traffic (eviction.OpenAfterStartup), from the count.
+// The caller holds the write lock.
+func (r *Registry) placeLocked(app, id string, old, l *lease) {
 	group := r.apps[app]
 	if l == nil {
 		delete(group, id)
@@ -432,14 +448,6 @@ func (r *Registry) storeLocked(app, id string, old, l *lease) {
 		}
 	} else {
 		r.size--
-	}
-	wasRenewing, renewing := old != nil && !old.static, l != nil && !l.static
-	if r.expected > 0 && wasRenewing != renewing {
-		if renewing {
-			r.expected++
-		} else {
-			r.expected--
-		}
 	}
 }
 
