@@ -38,7 +38,17 @@ unit:
 # github.com/prometheus/prometheus and, through them, k8s.io/client-go) stay
 # out of goreka's go.mod. Its Prometheus test needs the prometheus binary
 # (.ci/run installs it; without it the test skips, except under CI=true).
+# Its go.mod cannot be told to keep goreka's versions, and Prometheus'
+# requirements could raise one of them: the interop tests would then run
+# against a goreka built with other libraries than the one shipped. Every
+# module linked into goreka's packages must have the same version in both.
 interop:
+	@t=$$(mktemp -d); trap 'rm -rf $$t' EXIT; \
+	$(GO) list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}' ./... > $$t/root || exit 1; \
+	(cd interop && $(GO) list -m all) > $$t/interop || exit 1; \
+	sort -u $$t/root > $$t/r; awk 'NF>=2{print $$1, $$2}' $$t/interop | sort > $$t/i; \
+	diff=$$(join $$t/r $$t/i | awk '$$2 != $$3'); \
+	if [ -n "$$diff" ]; then echo "interop/go.mod selects other versions of modules goreka links (module, goreka's, interop's):"; echo "$$diff"; exit 1; fi
 	cd interop && $(GO) test -race -count=1 ./...
 
 # Short fuzzing of every decoder (the long runs are described in RELIABILITY.md).

@@ -76,6 +76,9 @@ func Start(o Options) (*Proc, error) {
 		}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: o.Group, Pdeathsig: syscall.SIGKILL}
+	// A grandchild that inherited an output pipe (a Log) would keep Wait,
+	// and so Done and Stop, blocked after the process itself has exited.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		if f != nil {
 			f.Close()

@@ -2,6 +2,7 @@ package proctest
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,9 +22,12 @@ func TestPortsAreBelowTheEphemeralRangeOnceAndReserved(t *testing.T) {
 		}
 		// Another test binary asking for the same port does not get it
 		// (a second lock on the file conflicts as another process's would).
-		if lock, ok := reserve(p); !ok {
-			continue
-		} else if lock != nil {
+		lock, ok := reserve(p)
+		switch {
+		case !ok: // the lock this binary holds refused the second one
+		case lock == nil:
+			t.Fatalf("port %d: the reservation directory under %s is not usable, so nothing was checked", p, os.TempDir())
+		default:
 			lock.Close()
 			t.Errorf("port %d not reserved against other binaries", p)
 		}
