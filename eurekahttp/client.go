@@ -40,8 +40,10 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// ReadTimeout is Java's socket read timeout: the longest wait for the
 	// next bytes of an answer, its headers or any read of its body, once the
-	// request is written (default 5 s). Nothing here bounds a whole call;
-	// the caller's context does.
+	// request is written (default 5 s). It bounds the write of the request
+	// too: a request (headers, each 32 KiB of the body) that makes no
+	// progress for this long, a peer that stops reading, fails the call.
+	// Nothing here bounds a whole call; the caller's context does.
 	ReadTimeout time.Duration
 	// MaxIdleConnsPerHost bounds kept-alive connections per server (0:
 	// net/http's default, 2).
@@ -61,8 +63,10 @@ type Config struct {
 	CompressBatches bool
 	// HTTPClient replaces the client built from the connection fields above
 	// (tests, custom transports). The read timeout still applies to the
-	// body, and to the headers when its transport reports writing the
-	// request (httptrace.WroteRequest, as http.Transport does).
+	// body, to the request's body as its transport reads it, and to the
+	// rest of the write and the headers when its transport reports getting
+	// a connection and writing the request (httptrace GotConn and
+	// WroteRequest, as http.Transport does).
 	HTTPClient *http.Client
 }
 
@@ -70,7 +74,18 @@ type Config struct {
 type Client struct {
 	cfg Config
 	hc  *http.Client
+	// afterFunc starts the read timeout's timer (time.AfterFunc; tests
+	// inject a clock).
+	afterFunc func(time.Duration, func()) timer
 }
+
+// timer is the part of *time.Timer the watchdog uses.
+type timer interface {
+	Reset(time.Duration) bool
+	Stop() bool
+}
+
+func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
@@ -103,7 +118,7 @@ func New(cfg Config) *Client {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Client{cfg: cfg, hc: hc}
+	return &Client{cfg: cfg, hc: hc, afterFunc: realAfterFunc}
 }
 
 // StatusError is an answer with a status the call does not accept.
@@ -251,9 +266,17 @@ func (c *Client) Do(ctx context.Context, ep Endpoint, method, path string, body 
 func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel}
+	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel, afterFunc: c.afterFunc}
 	defer w.stop()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() }})
+	// Armed when a connection is got, the watchdog bounds the write of the
+	// request too, as a socket timeout bounds a write: the headers and each
+	// piece of the body (timedBody re-arms it) must leave within the read
+	// timeout, so a peer that stops reading fails the call like one that
+	// stops answering.
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { w.arm() },
+		WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() },
+	})
 
 	var rd io.Reader
 	if body != nil {
@@ -269,6 +292,11 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	req, err := http.NewRequestWithContext(ctx, method, ep.URL+path, rd)
 	if err != nil {
 		return 0, nil, err
+	}
+	if body != nil {
+		// Not a bytes.Reader, which the transport would write in one piece.
+		req.Body = &timedBody{r: bytes.NewReader(body), w: w}
+		req.GetBody = func() (io.ReadCloser, error) { return &timedBody{r: bytes.NewReader(body), w: w}, nil }
 	}
 	req.Header.Set("Accept", compat.ContentTypeJSON)
 	if c.cfg.AcceptGzip {
@@ -328,15 +356,17 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 }
 
 // watchdog is the read timeout of one call: armed while the call waits
-// for bytes (from the request written to the headers, and during each read
-// of the body), it cancels the call when it fires.
+// for bytes to leave or arrive (from the connection got to the headers,
+// re-armed by each piece of the request body, and during each read of the
+// answer's body), it cancels the call when it fires.
 type watchdog struct {
-	d      time.Duration
-	cancel context.CancelCauseFunc
-	fired  atomic.Bool
+	d         time.Duration
+	cancel    context.CancelCauseFunc
+	afterFunc func(time.Duration, func()) timer
+	fired     atomic.Bool
 
 	mu      sync.Mutex
-	t       *time.Timer
+	t       timer
 	stopped bool
 }
 
@@ -346,7 +376,7 @@ func (w *watchdog) arm() {
 	switch {
 	case w.stopped:
 	case w.t == nil:
-		w.t = time.AfterFunc(w.d, w.fire)
+		w.t = w.afterFunc(w.d, w.fire)
 	default:
 		w.t.Reset(w.d)
 	}
@@ -395,3 +425,18 @@ func (t *timedReader) Read(p []byte) (int, error) {
 	t.w.disarm()
 	return n, err
 }
+
+// timedBody is a request body that re-arms the watchdog whenever the
+// transport takes the next piece to write (at most 32 KiB): the previous
+// piece has then left, so the timer measures a write without progress.
+type timedBody struct {
+	r *bytes.Reader
+	w *watchdog
+}
+
+func (t *timedBody) Read(p []byte) (int, error) {
+	t.w.arm()
+	return t.r.Read(p[:min(len(p), 32<<10)])
+}
+
+func (t *timedBody) Close() error { return nil }

@@ -2,6 +2,7 @@ package eurekahttp
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,5 +296,107 @@ func TestInstanceCalls(t *testing.T) {
 	}
 	if r := rec.reqs[2]; r.Method != http.MethodDelete || r.URL.Path != "/eureka/apps/SVC/h:a b" {
 		t.Errorf("cancel %s %s", r.Method, r.URL.Path)
+	}
+}
+
+// deaf is a listener that accepts connections and never reads from them
+// (a peer hung with its socket open).
+func deaf(t *testing.T) Endpoint {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	ep, err := ParseURL("http://" + ln.Addr().String() + "/eureka/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// TestReadTimeoutBoundsWrites: writing a request to a peer that does not
+// read fails after about one read timeout without progress, as a write
+// on a socket with a timeout, not when the caller's context ends: a body
+// of many MB (more than the socket buffers hold) to a hung peer.
+func TestReadTimeoutBoundsWrites(t *testing.T) {
+	t.Parallel()
+	const read = 200 * time.Millisecond
+	ep := deaf(t)
+	c := New(Config{ReadTimeout: read})
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := c.Do(ctx, ep, http.MethodPost, "peerreplication/batch/", bytes.Repeat([]byte("x"), 32<<20))
+	took := time.Since(start)
+	if !errors.Is(err, ErrReadTimeout) {
+		t.Fatalf("err = %v after %v, want ErrReadTimeout", err, took)
+	}
+	if took > 10*time.Second {
+		t.Errorf("gave up after %v with a read timeout of %v", took, read)
+	}
+}
+
+// TestSlowWriteIsNotCut: a peer that reads a large request slowly but
+// steadily, for several read timeouts in all, gets it whole: the read
+// timeout bounds each wait for progress, not the write.
+func TestSlowWriteIsNotCut(t *testing.T) {
+	t.Parallel()
+	const read, size = 250 * time.Millisecond, 24 << 20
+	// A small receive buffer, so that the client's write waits for the
+	// handler's reads (at most its send buffer, 4 MB on Linux, is ahead).
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return cmp.Or(err, serr)
+	}}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// 1 MB every 40 ms (18 MB: 720 ms, about three read timeouts), then
+		// the rest at once: what is left once the client's write is done
+		// comes without delay.
+		n := int64(0)
+		for n < size-6<<20 {
+			m, err := io.CopyN(io.Discard, r.Body, 1<<20)
+			n += m
+			if err != nil {
+				break
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		m, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n+m)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	code, b, err := New(Config{ReadTimeout: read}).Do(t.Context(), endpoint(t, srv), http.MethodPost, "x", bytes.Repeat([]byte("x"), size))
+	if err != nil || code != 200 || string(b) != fmt.Sprint(size) {
+		t.Fatalf("slow reader: %d %q %v after %v", code, b, err, time.Since(start))
 	}
 }

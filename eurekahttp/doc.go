@@ -31,7 +31,13 @@
 //     watchdog is armed when the request is written and before each read
 //     of the body, disarmed when bytes arrive, and cancels the call with
 //     ErrReadTimeout when it fires. A large body that keeps streaming is
-//     read to its end, a stalled one fails after one read timeout. A bound
+//     read to its end, a stalled one fails after one read timeout. It
+//     bounds the write of the request the same way: armed when a
+//     connection is got and re-armed before each 32 KiB of the request
+//     body, so a request to a peer that stops reading (a multi-MB batch
+//     the socket buffers cannot hold) fails after one read timeout
+//     without progress, while one the peer reads slowly but steadily
+//     goes through. A bound
 //     on the whole call is the caller's policy, through the context
 //     (region: one fetch interval, as Eureka's TimedSupervisorTask;
 //     replication's sync: 10 min; a batch: none, as in Java).
