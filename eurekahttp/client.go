@@ -272,8 +272,12 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	// request too, as a socket timeout bounds a write: the headers and each
 	// piece of the body (timedBody re-arms it) must leave within the read
 	// timeout, so a peer that stops reading fails the call like one that
-	// stops answering.
+	// stops answering. It is disarmed whenever the transport gets a
+	// connection, for a retry too (a GET on a kept-alive connection the
+	// server closed): the dial and the TLS handshake are the connect
+	// timeout's, not under the timer of the attempt before.
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn:      func(string) { w.disarm() },
 		GotConn:      func(httptrace.GotConnInfo) { w.arm() },
 		WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() },
 	})

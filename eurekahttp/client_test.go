@@ -400,3 +400,115 @@ func TestSlowWriteIsNotCut(t *testing.T) {
 		t.Fatalf("slow reader: %d %q %v after %v", code, b, err, time.Since(start))
 	}
 }
+
+// fakeClock runs the watchdog's timers on time that only Advance moves.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Duration
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c  *fakeClock
+	at time.Duration
+	on bool
+	f  func()
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now + d, on: true, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.on
+	t.at, t.on = t.c.now+d, true
+	return was
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.on
+	t.on = false
+	return was
+}
+
+// Advance moves the time by d and runs the timers that came due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now += d
+	var due []func()
+	for _, t := range c.timers {
+		if t.on && t.at <= c.now {
+			t.on = false
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// TestRetryIsNotUnderTheLastTimer: Go's transport retries a GET on a
+// kept-alive connection the server closed; the new connection's dial and
+// handshake are the connect timeout's, and the read timeout armed by the
+// first attempt must not run through them into a false ErrReadTimeout.
+func TestRetryIsNotUnderTheLastTimer(t *testing.T) {
+	t.Parallel()
+	const read = time.Second
+	body := registryBody(3)
+	var mu sync.Mutex
+	served := map[string]int{} // requests by connection
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.RemoteAddr]++
+		n := served[r.RemoteAddr]
+		mu.Unlock()
+		if n == 2 {
+			// The second request on a connection: closed unanswered, as a
+			// server's idle timeout does just as the client writes.
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	clock := &fakeClock{}
+	var dials int
+	d := &net.Dialer{}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		slow := dials == 2
+		mu.Unlock()
+		if slow {
+			// The retry's dial takes longer than the read timeout.
+			clock.Advance(3 * read)
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := New(Config{ReadTimeout: read, HTTPClient: &http.Client{Transport: tr}})
+	c.afterFunc = clock.AfterFunc
+	ep := endpoint(t, srv)
+	for i := range 2 {
+		if _, err := c.GetApplications(t.Context(), ep, Full); err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials != 2 {
+		t.Fatalf("%d dials, want 2 (the second fetch retried on a new connection)", dials)
+	}
+}
