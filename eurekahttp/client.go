@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,14 @@ const (
 	// MaxDocument caps a registry document (GetApplications): about
 	// 1.1 GB of JSON at 1M instances.
 	MaxDocument = 4 << 30
+	// maxPresize caps the buffer sized from an answer's Content-Length
+	// (times 24 for gzip) before its bytes arrive: a registry of 100k
+	// instances (110 MB of JSON) fits it, a larger or false length grows
+	// it with what comes instead of allocating up to MaxDocument at once.
+	maxPresize = 128 << 20
+	// maxDiscard is what is read (and dropped) of an answer the call
+	// refuses by its status, so that its connection may be kept.
+	maxDiscard = 64 << 10
 )
 
 // Config configures a Client. Zero fields take the defaults listed.
@@ -170,7 +179,7 @@ func (f Fetch) path() string {
 // but 200 is a *StatusError; an undecodable body an ErrBadResponse.
 func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
 	path := f.path()
-	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument)
+	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, is(http.StatusOK))
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +199,7 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 func (c *Client) PostBatch(ctx context.Context, ep Endpoint, items []compat.ReplicationItem) ([]compat.ReplicationResponse, error) {
 	const path = "peerreplication/batch/"
 	body := compat.AppendReplicationList(nil, items)
-	code, b, err := c.do(ctx, ep, http.MethodPost, path, body, c.cfg.CompressBatches, MaxBody)
+	code, b, err := c.do(ctx, ep, http.MethodPost, path, body, c.cfg.CompressBatches, MaxBody, is2xx)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +217,7 @@ func (c *Client) PostBatch(ctx context.Context, ep Endpoint, items []compat.Repl
 // apps/{APP}); anything but 204 is a *StatusError.
 func (c *Client) Register(ctx context.Context, ep Endpoint, v *registry.LeaseView) error {
 	path := "apps/" + url.PathEscape(v.Instance.App)
-	code, _, err := c.do(ctx, ep, http.MethodPost, path, compat.AppendInstance(nil, compat.JSON, v), false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodPost, path, compat.AppendInstance(nil, compat.JSON, v), false, MaxBody, is(http.StatusNoContent))
 	if err != nil {
 		return err
 	}
@@ -226,7 +235,7 @@ func (c *Client) Renew(ctx context.Context, ep Endpoint, in *registry.Instance) 
 	q := url.Values{"status": {string(in.Status)},
 		"lastDirtyTimestamp": {strconv.FormatInt(in.LastDirtyTimestamp.UnixMilli(), 10)}}
 	path := instancePath(in.App, in.ID())
-	code, _, err := c.do(ctx, ep, http.MethodPut, path+"?"+q.Encode(), nil, false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodPut, path+"?"+q.Encode(), nil, false, MaxBody, is(http.StatusOK, http.StatusNotFound))
 	switch {
 	case err != nil:
 		return false, err
@@ -242,7 +251,7 @@ func (c *Client) Renew(ctx context.Context, ep Endpoint, in *registry.Instance) 
 // and 404 (already gone) succeed, anything else is a *StatusError.
 func (c *Client) Cancel(ctx context.Context, ep Endpoint, app, id string) error {
 	path := instancePath(app, id)
-	code, _, err := c.do(ctx, ep, http.MethodDelete, path, nil, false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodDelete, path, nil, false, MaxBody, is(http.StatusOK, http.StatusNotFound))
 	if err != nil {
 		return err
 	}
@@ -260,10 +269,21 @@ func instancePath(app, id string) string {
 // JSON body (nil for none) and returns the status and the inflated body,
 // at most MaxBody bytes. It accepts any status.
 func (c *Client) Do(ctx context.Context, ep Endpoint, method, path string, body []byte) (int, []byte, error) {
-	return c.do(ctx, ep, method, path, body, false, MaxBody)
+	return c.do(ctx, ep, method, path, body, false, MaxBody, func(int) bool { return true })
 }
 
-func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
+// is accepts the codes given.
+func is(codes ...int) func(int) bool {
+	return func(code int) bool { return slices.Contains(codes, code) }
+}
+
+func is2xx(code int) bool { return code >= 200 && code <= 299 }
+
+// do sends one call and returns the status and the inflated body, at most
+// limit bytes. The body of an answer whose status accept refuses is not
+// read (at most maxDiscard bytes are dropped): it is returned with a nil
+// body and no error, for the caller's *StatusError.
+func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel, afterFunc: c.afterFunc}
@@ -331,8 +351,13 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	}
 	defer resp.Body.Close()
 	var r io.Reader = &timedReader{r: resp.Body, w: w}
+	if !accept(resp.StatusCode) {
+		io.Copy(io.Discard, io.LimitReader(r, maxDiscard))
+		return resp.StatusCode, nil, nil
+	}
 	// A registry is ~20 times its gzip bytes (110 MB at 100k instances):
-	// size the buffer once instead of doubling it up to there.
+	// size the buffer once (up to maxPresize) instead of doubling it up to
+	// there.
 	guess := resp.ContentLength
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
 		zr, err := kgzip.NewReader(r)
@@ -348,7 +373,7 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	}
 	var buf bytes.Buffer
 	if guess > 0 {
-		buf.Grow(int(min(guess, limit+1) + bytes.MinRead))
+		buf.Grow(int(min(guess, limit+1, maxPresize) + bytes.MinRead))
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the body: %w", method, u, w.cause(err))

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -249,10 +250,10 @@ func TestStatusAndBodyErrors(t *testing.T) {
 	rec.mu.Lock()
 	rec.body = bytes.Repeat([]byte("x"), 100)
 	rec.mu.Unlock()
-	if _, _, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 99); !errors.Is(err, ErrBadResponse) {
+	if _, _, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 99, is(200)); !errors.Is(err, ErrBadResponse) {
 		t.Fatalf("body over the limit: %v", err)
 	}
-	if code, b, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 100); err != nil || code != 200 || len(b) != 100 {
+	if code, b, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 100, is(200)); err != nil || code != 200 || len(b) != 100 {
 		t.Fatalf("body at the limit: %d %d %v", code, len(b), err)
 	}
 }
@@ -510,5 +511,79 @@ func TestRetryIsNotUnderTheLastTimer(t *testing.T) {
 	defer mu.Unlock()
 	if dials != 2 {
 		t.Fatalf("%d dials, want 2 (the second fetch retried on a new connection)", dials)
+	}
+}
+
+// TestContentLengthDoesNotSizeTheBuffer: a large or false Content-Length
+// (times 24 for gzip) does not allocate its size before the bytes arrive:
+// the buffer is sized at most to maxPresize, then grows with what comes.
+// Not parallel: it counts the bytes allocated.
+func TestContentLengthDoesNotSizeTheBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers string
+		body    string
+	}{
+		{"plain", "Content-Length: 1073741824\r\n", "{"},
+		// 50 MiB of gzip, 1.2 GiB inflated by the guess; a gzip header.
+		{"gzip", "Content-Length: 52428800\r\nContent-Encoding: gzip\r\n", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%s\r\n%s", tc.headers, tc.body)
+			bw.Flush()
+		}))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := New(Config{}).GetApplications(t.Context(), endpoint(t, srv), Full)
+		runtime.ReadMemStats(&after)
+		srv.Close()
+		if err == nil {
+			t.Fatalf("%s: a cut body decoded", tc.name)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 512<<20 {
+			t.Errorf("%s: %d MiB allocated for a body of %d bytes", tc.name, got>>20, len(tc.body))
+		}
+	}
+}
+
+// TestRefusedAnswerIsNotRead: the body of an answer with a status the call
+// does not take is not read (at most 64 KiB are discarded): a 503 that
+// goes on sending, or sends broken gzip, is a *StatusError at once.
+func TestRefusedAnswerIsNotRead(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/gz/") {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not gzip"))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(bytes.Repeat([]byte("x"), 1<<20))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	c := New(Config{ReadTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var se *StatusError
+	if _, err := c.GetApplications(ctx, endpoint(t, srv), Full); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("GET answered 503 and a long body: %v, want a *StatusError", err)
+	}
+	if _, err := c.PostBatch(ctx, endpoint(t, srv), nil); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("batch answered 503 and a long body: %v, want a *StatusError", err)
+	}
+	gz, err := ParseURL(srv.URL + "/gz/eureka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetApplications(ctx, gz, Full); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("GET answered 503 and broken gzip: %v, want a *StatusError", err)
 	}
 }
