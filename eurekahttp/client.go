@@ -67,6 +67,9 @@ type Config struct {
 	// AcceptGzip asks for gzip answers (Accept-Encoding: gzip). A gzip
 	// answer is inflated either way.
 	AcceptGzip bool
+	// AcceptAny2xx makes GetApplications take a registry from any 2xx
+	// answer, not only a 200 (region: its fetch always did).
+	AcceptAny2xx bool
 	// CompressBatches gzips PostBatch bodies
 	// (eureka.server.enable-replicated-request-compression).
 	CompressBatches bool
@@ -176,14 +179,19 @@ func (f Fetch) path() string {
 }
 
 // GetApplications fetches the full registry or the delta as JSON. Anything
-// but 200 is a *StatusError; an undecodable body an ErrBadResponse.
+// but 200 (any 2xx with AcceptAny2xx) is a *StatusError; an undecodable
+// body an ErrBadResponse.
 func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
 	path := f.path()
-	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, is(http.StatusOK))
+	ok := is(http.StatusOK)
+	if c.cfg.AcceptAny2xx {
+		ok = is2xx
+	}
+	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok)
 	if err != nil {
 		return nil, err
 	}
-	if code != http.StatusOK {
+	if !ok(code) {
 		return nil, &StatusError{Method: http.MethodGet, URL: ep.URL + path, Code: code}
 	}
 	apps, err := compat.DecodeApplications(b, compat.JSON)
