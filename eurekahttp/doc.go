@@ -9,8 +9,10 @@
 //
 //   - Credentials: a service URL's user:password@ is sent as preemptive
 //     basic auth (as Spring's transports do; a password may hold ':'); a
-//     user without a password sends none. The URL is kept without them, so
-//     Endpoint.URL, errors and logs never show a password.
+//     user without a password sends none (region sets the header itself
+//     to send such a user with an empty password, as it always did). The
+//     URL is kept without them, so Endpoint.URL, errors and logs never show
+//     a password.
 //   - Identity: every call carries DiscoveryIdentity-Name: DefaultServer
 //     (EurekaServerIdentity), which a peer's rate limiter never throttles,
 //     and the configured User-Agent.
