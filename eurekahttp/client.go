@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,14 @@ const (
 	// MaxDocument caps a registry document (GetApplications): about
 	// 1.1 GB of JSON at 1M instances.
 	MaxDocument = 4 << 30
+	// maxPresize caps the buffer sized from an answer's Content-Length
+	// (times 24 for gzip) before its bytes arrive: a registry of 100k
+	// instances (110 MB of JSON) fits it, a larger or false length grows
+	// it with what comes instead of allocating up to MaxDocument at once.
+	maxPresize = 128 << 20
+	// maxDiscard is what is read (and dropped) of an answer the call
+	// refuses by its status, so that its connection may be kept.
+	maxDiscard = 64 << 10
 )
 
 // Config configures a Client. Zero fields take the defaults listed.
@@ -40,8 +49,10 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// ReadTimeout is Java's socket read timeout: the longest wait for the
 	// next bytes of an answer, its headers or any read of its body, once the
-	// request is written (default 5 s). Nothing here bounds a whole call;
-	// the caller's context does.
+	// request is written (default 5 s). It bounds the write of the request
+	// too: a request (headers, each 32 KiB of the body) that makes no
+	// progress for this long, a peer that stops reading, fails the call.
+	// Nothing here bounds a whole call; the caller's context does.
 	ReadTimeout time.Duration
 	// MaxIdleConnsPerHost bounds kept-alive connections per server (0:
 	// net/http's default, 2).
@@ -56,13 +67,18 @@ type Config struct {
 	// AcceptGzip asks for gzip answers (Accept-Encoding: gzip). A gzip
 	// answer is inflated either way.
 	AcceptGzip bool
+	// AcceptAny2xx makes GetApplications take a registry from any 2xx
+	// answer, not only a 200 (region: its fetch always did).
+	AcceptAny2xx bool
 	// CompressBatches gzips PostBatch bodies
 	// (eureka.server.enable-replicated-request-compression).
 	CompressBatches bool
 	// HTTPClient replaces the client built from the connection fields above
 	// (tests, custom transports). The read timeout still applies to the
-	// body, and to the headers when its transport reports writing the
-	// request (httptrace.WroteRequest, as http.Transport does).
+	// body, to the request's body as its transport reads it, and to the
+	// rest of the write and the headers when its transport reports getting
+	// a connection and writing the request (httptrace GotConn and
+	// WroteRequest, as http.Transport does).
 	HTTPClient *http.Client
 }
 
@@ -70,7 +86,18 @@ type Config struct {
 type Client struct {
 	cfg Config
 	hc  *http.Client
+	// afterFunc starts the read timeout's timer (time.AfterFunc; tests
+	// inject a clock).
+	afterFunc func(time.Duration, func()) timer
 }
+
+// timer is the part of *time.Timer the watchdog uses.
+type timer interface {
+	Reset(time.Duration) bool
+	Stop() bool
+}
+
+func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
@@ -103,7 +130,7 @@ func New(cfg Config) *Client {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Client{cfg: cfg, hc: hc}
+	return &Client{cfg: cfg, hc: hc, afterFunc: realAfterFunc}
 }
 
 // StatusError is an answer with a status the call does not accept.
@@ -152,14 +179,19 @@ func (f Fetch) path() string {
 }
 
 // GetApplications fetches the full registry or the delta as JSON. Anything
-// but 200 is a *StatusError; an undecodable body an ErrBadResponse.
+// but 200 (any 2xx with AcceptAny2xx) is a *StatusError; an undecodable
+// body an ErrBadResponse.
 func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
 	path := f.path()
-	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument)
+	ok := is(http.StatusOK)
+	if c.cfg.AcceptAny2xx {
+		ok = is2xx
+	}
+	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok)
 	if err != nil {
 		return nil, err
 	}
-	if code != http.StatusOK {
+	if !ok(code) {
 		return nil, &StatusError{Method: http.MethodGet, URL: ep.URL + path, Code: code}
 	}
 	apps, err := compat.DecodeApplications(b, compat.JSON)
@@ -175,7 +207,7 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 func (c *Client) PostBatch(ctx context.Context, ep Endpoint, items []compat.ReplicationItem) ([]compat.ReplicationResponse, error) {
 	const path = "peerreplication/batch/"
 	body := compat.AppendReplicationList(nil, items)
-	code, b, err := c.do(ctx, ep, http.MethodPost, path, body, c.cfg.CompressBatches, MaxBody)
+	code, b, err := c.do(ctx, ep, http.MethodPost, path, body, c.cfg.CompressBatches, MaxBody, is2xx)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +225,7 @@ func (c *Client) PostBatch(ctx context.Context, ep Endpoint, items []compat.Repl
 // apps/{APP}); anything but 204 is a *StatusError.
 func (c *Client) Register(ctx context.Context, ep Endpoint, v *registry.LeaseView) error {
 	path := "apps/" + url.PathEscape(v.Instance.App)
-	code, _, err := c.do(ctx, ep, http.MethodPost, path, compat.AppendInstance(nil, compat.JSON, v), false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodPost, path, compat.AppendInstance(nil, compat.JSON, v), false, MaxBody, is(http.StatusNoContent))
 	if err != nil {
 		return err
 	}
@@ -211,7 +243,7 @@ func (c *Client) Renew(ctx context.Context, ep Endpoint, in *registry.Instance) 
 	q := url.Values{"status": {string(in.Status)},
 		"lastDirtyTimestamp": {strconv.FormatInt(in.LastDirtyTimestamp.UnixMilli(), 10)}}
 	path := instancePath(in.App, in.ID())
-	code, _, err := c.do(ctx, ep, http.MethodPut, path+"?"+q.Encode(), nil, false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodPut, path+"?"+q.Encode(), nil, false, MaxBody, is(http.StatusOK, http.StatusNotFound))
 	switch {
 	case err != nil:
 		return false, err
@@ -227,7 +259,7 @@ func (c *Client) Renew(ctx context.Context, ep Endpoint, in *registry.Instance) 
 // and 404 (already gone) succeed, anything else is a *StatusError.
 func (c *Client) Cancel(ctx context.Context, ep Endpoint, app, id string) error {
 	path := instancePath(app, id)
-	code, _, err := c.do(ctx, ep, http.MethodDelete, path, nil, false, MaxBody)
+	code, _, err := c.do(ctx, ep, http.MethodDelete, path, nil, false, MaxBody, is(http.StatusOK, http.StatusNotFound))
 	if err != nil {
 		return err
 	}
@@ -245,15 +277,38 @@ func instancePath(app, id string) string {
 // JSON body (nil for none) and returns the status and the inflated body,
 // at most MaxBody bytes. It accepts any status.
 func (c *Client) Do(ctx context.Context, ep Endpoint, method, path string, body []byte) (int, []byte, error) {
-	return c.do(ctx, ep, method, path, body, false, MaxBody)
+	return c.do(ctx, ep, method, path, body, false, MaxBody, func(int) bool { return true })
 }
 
-func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64) (int, []byte, error) {
+// is accepts the codes given.
+func is(codes ...int) func(int) bool {
+	return func(code int) bool { return slices.Contains(codes, code) }
+}
+
+func is2xx(code int) bool { return code >= 200 && code <= 299 }
+
+// do sends one call and returns the status and the inflated body, at most
+// limit bytes. The body of an answer whose status accept refuses is not
+// read (at most maxDiscard bytes are dropped): it is returned with a nil
+// body and no error, for the caller's *StatusError.
+func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel}
+	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel, afterFunc: c.afterFunc}
 	defer w.stop()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() }})
+	// Armed when a connection is got, the watchdog bounds the write of the
+	// request too, as a socket timeout bounds a write: the headers and each
+	// piece of the body (timedBody re-arms it) must leave within the read
+	// timeout, so a peer that stops reading fails the call like one that
+	// stops answering. It is disarmed whenever the transport gets a
+	// connection, for a retry too (a GET on a kept-alive connection the
+	// server closed): the dial and the TLS handshake are the connect
+	// timeout's, not under the timer of the attempt before.
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn:      func(string) { w.disarm() },
+		GotConn:      func(httptrace.GotConnInfo) { w.arm() },
+		WroteRequest: func(httptrace.WroteRequestInfo) { w.arm() },
+	})
 
 	var rd io.Reader
 	if body != nil {
@@ -269,6 +324,11 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	req, err := http.NewRequestWithContext(ctx, method, ep.URL+path, rd)
 	if err != nil {
 		return 0, nil, err
+	}
+	if body != nil {
+		// Not a bytes.Reader, which the transport would write in one piece.
+		req.Body = &timedBody{r: bytes.NewReader(body), w: w}
+		req.GetBody = func() (io.ReadCloser, error) { return &timedBody{r: bytes.NewReader(body), w: w}, nil }
 	}
 	req.Header.Set("Accept", compat.ContentTypeJSON)
 	if c.cfg.AcceptGzip {
@@ -299,8 +359,13 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	}
 	defer resp.Body.Close()
 	var r io.Reader = &timedReader{r: resp.Body, w: w}
+	if !accept(resp.StatusCode) {
+		io.Copy(io.Discard, io.LimitReader(r, maxDiscard))
+		return resp.StatusCode, nil, nil
+	}
 	// A registry is ~20 times its gzip bytes (110 MB at 100k instances):
-	// size the buffer once instead of doubling it up to there.
+	// size the buffer once (up to maxPresize) instead of doubling it up to
+	// there.
 	guess := resp.ContentLength
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
 		zr, err := kgzip.NewReader(r)
@@ -316,7 +381,7 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	}
 	var buf bytes.Buffer
 	if guess > 0 {
-		buf.Grow(int(min(guess, limit+1) + bytes.MinRead))
+		buf.Grow(int(min(guess, limit+1, maxPresize) + bytes.MinRead))
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the body: %w", method, u, w.cause(err))
@@ -328,15 +393,17 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 }
 
 // watchdog is the read timeout of one call: armed while the call waits
-// for bytes (from the request written to the headers, and during each read
-// of the body), it cancels the call when it fires.
+// for bytes to leave or arrive (from the connection got to the headers,
+// re-armed by each piece of the request body, and during each read of the
+// answer's body), it cancels the call when it fires.
 type watchdog struct {
-	d      time.Duration
-	cancel context.CancelCauseFunc
-	fired  atomic.Bool
+	d         time.Duration
+	cancel    context.CancelCauseFunc
+	afterFunc func(time.Duration, func()) timer
+	fired     atomic.Bool
 
 	mu      sync.Mutex
-	t       *time.Timer
+	t       timer
 	stopped bool
 }
 
@@ -346,7 +413,7 @@ func (w *watchdog) arm() {
 	switch {
 	case w.stopped:
 	case w.t == nil:
-		w.t = time.AfterFunc(w.d, w.fire)
+		w.t = w.afterFunc(w.d, w.fire)
 	default:
 		w.t.Reset(w.d)
 	}
@@ -395,3 +462,18 @@ func (t *timedReader) Read(p []byte) (int, error) {
 	t.w.disarm()
 	return n, err
 }
+
+// timedBody is a request body that re-arms the watchdog whenever the
+// transport takes the next piece to write (at most 32 KiB): the previous
+// piece has then left, so the timer measures a write without progress.
+type timedBody struct {
+	r *bytes.Reader
+	w *watchdog
+}
+
+func (t *timedBody) Read(p []byte) (int, error) {
+	t.w.arm()
+	return t.r.Read(p[:min(len(p), 32<<10)])
+}
+
+func (t *timedBody) Close() error { return nil }

@@ -2,6 +2,7 @@ package eurekahttp
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -11,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,10 +250,10 @@ func TestStatusAndBodyErrors(t *testing.T) {
 	rec.mu.Lock()
 	rec.body = bytes.Repeat([]byte("x"), 100)
 	rec.mu.Unlock()
-	if _, _, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 99); !errors.Is(err, ErrBadResponse) {
+	if _, _, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 99, is(200)); !errors.Is(err, ErrBadResponse) {
 		t.Fatalf("body over the limit: %v", err)
 	}
-	if code, b, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 100); err != nil || code != 200 || len(b) != 100 {
+	if code, b, err := c.do(t.Context(), ep, http.MethodGet, "apps/", nil, false, 100, is(200)); err != nil || code != 200 || len(b) != 100 {
 		t.Fatalf("body at the limit: %d %d %v", code, len(b), err)
 	}
 }
@@ -294,5 +297,293 @@ func TestInstanceCalls(t *testing.T) {
 	}
 	if r := rec.reqs[2]; r.Method != http.MethodDelete || r.URL.Path != "/eureka/apps/SVC/h:a b" {
 		t.Errorf("cancel %s %s", r.Method, r.URL.Path)
+	}
+}
+
+// deaf is a listener that accepts connections and never reads from them
+// (a peer hung with its socket open).
+func deaf(t *testing.T) Endpoint {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	ep, err := ParseURL("http://" + ln.Addr().String() + "/eureka/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// TestReadTimeoutBoundsWrites: writing a request to a peer that does not
+// read fails after about one read timeout without progress, as a write
+// on a socket with a timeout, not when the caller's context ends: a body
+// of many MB (more than the socket buffers hold) to a hung peer.
+func TestReadTimeoutBoundsWrites(t *testing.T) {
+	t.Parallel()
+	const read = 200 * time.Millisecond
+	ep := deaf(t)
+	c := New(Config{ReadTimeout: read})
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := c.Do(ctx, ep, http.MethodPost, "peerreplication/batch/", bytes.Repeat([]byte("x"), 32<<20))
+	took := time.Since(start)
+	if !errors.Is(err, ErrReadTimeout) {
+		t.Fatalf("err = %v after %v, want ErrReadTimeout", err, took)
+	}
+	if took > 10*time.Second {
+		t.Errorf("gave up after %v with a read timeout of %v", took, read)
+	}
+}
+
+// TestSlowWriteIsNotCut: a peer that reads a large request slowly but
+// steadily, for several read timeouts in all, gets it whole: the read
+// timeout bounds each wait for progress, not the write.
+func TestSlowWriteIsNotCut(t *testing.T) {
+	t.Parallel()
+	const read, size = 250 * time.Millisecond, 24 << 20
+	// A small receive buffer, so that the client's write waits for the
+	// handler's reads (at most its send buffer, 4 MB on Linux, is ahead).
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return cmp.Or(err, serr)
+	}}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// 1 MB every 40 ms (18 MB: 720 ms, about three read timeouts), then
+		// the rest at once: what is left once the client's write is done
+		// comes without delay.
+		n := int64(0)
+		for n < size-6<<20 {
+			m, err := io.CopyN(io.Discard, r.Body, 1<<20)
+			n += m
+			if err != nil {
+				break
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		m, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n+m)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	code, b, err := New(Config{ReadTimeout: read}).Do(t.Context(), endpoint(t, srv), http.MethodPost, "x", bytes.Repeat([]byte("x"), size))
+	if err != nil || code != 200 || string(b) != fmt.Sprint(size) {
+		t.Fatalf("slow reader: %d %q %v after %v", code, b, err, time.Since(start))
+	}
+}
+
+// fakeClock runs the watchdog's timers on time that only Advance moves.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Duration
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c  *fakeClock
+	at time.Duration
+	on bool
+	f  func()
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now + d, on: true, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.on
+	t.at, t.on = t.c.now+d, true
+	return was
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.on
+	t.on = false
+	return was
+}
+
+// Advance moves the time by d and runs the timers that came due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now += d
+	var due []func()
+	for _, t := range c.timers {
+		if t.on && t.at <= c.now {
+			t.on = false
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// TestRetryIsNotUnderTheLastTimer: Go's transport retries a GET on a
+// kept-alive connection the server closed; the new connection's dial and
+// handshake are the connect timeout's, and the read timeout armed by the
+// first attempt must not run through them into a false ErrReadTimeout.
+func TestRetryIsNotUnderTheLastTimer(t *testing.T) {
+	t.Parallel()
+	const read = time.Second
+	body := registryBody(3)
+	var mu sync.Mutex
+	served := map[string]int{} // requests by connection
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.RemoteAddr]++
+		n := served[r.RemoteAddr]
+		mu.Unlock()
+		if n == 2 {
+			// The second request on a connection: closed unanswered, as a
+			// server's idle timeout does just as the client writes.
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	clock := &fakeClock{}
+	var dials int
+	d := &net.Dialer{}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		slow := dials == 2
+		mu.Unlock()
+		if slow {
+			// The retry's dial takes longer than the read timeout.
+			clock.Advance(3 * read)
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := New(Config{ReadTimeout: read, HTTPClient: &http.Client{Transport: tr}})
+	c.afterFunc = clock.AfterFunc
+	ep := endpoint(t, srv)
+	for i := range 2 {
+		if _, err := c.GetApplications(t.Context(), ep, Full); err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials != 2 {
+		t.Fatalf("%d dials, want 2 (the second fetch retried on a new connection)", dials)
+	}
+}
+
+// TestContentLengthDoesNotSizeTheBuffer: a large or false Content-Length
+// (times 24 for gzip) does not allocate its size before the bytes arrive:
+// the buffer is sized at most to maxPresize, then grows with what comes.
+// Not parallel: it counts the bytes allocated.
+func TestContentLengthDoesNotSizeTheBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers string
+		body    string
+	}{
+		{"plain", "Content-Length: 1073741824\r\n", "{"},
+		// 50 MiB of gzip, 1.2 GiB inflated by the guess; a gzip header.
+		{"gzip", "Content-Length: 52428800\r\nContent-Encoding: gzip\r\n", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%s\r\n%s", tc.headers, tc.body)
+			bw.Flush()
+		}))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := New(Config{}).GetApplications(t.Context(), endpoint(t, srv), Full)
+		runtime.ReadMemStats(&after)
+		srv.Close()
+		if err == nil {
+			t.Fatalf("%s: a cut body decoded", tc.name)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 512<<20 {
+			t.Errorf("%s: %d MiB allocated for a body of %d bytes", tc.name, got>>20, len(tc.body))
+		}
+	}
+}
+
+// TestRefusedAnswerIsNotRead: the body of an answer with a status the call
+// does not take is not read (at most 64 KiB are discarded): a 503 that
+// goes on sending, or sends broken gzip, is a *StatusError at once.
+func TestRefusedAnswerIsNotRead(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/gz/") {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not gzip"))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(bytes.Repeat([]byte("x"), 1<<20))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	c := New(Config{ReadTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var se *StatusError
+	if _, err := c.GetApplications(ctx, endpoint(t, srv), Full); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("GET answered 503 and a long body: %v, want a *StatusError", err)
+	}
+	if _, err := c.PostBatch(ctx, endpoint(t, srv), nil); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("batch answered 503 and a long body: %v, want a *StatusError", err)
+	}
+	gz, err := ParseURL(srv.URL + "/gz/eureka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetApplications(ctx, gz, Full); !errors.As(err, &se) || se.Code != 503 {
+		t.Errorf("GET answered 503 and broken gzip: %v, want a *StatusError", err)
 	}
 }

@@ -9,8 +9,10 @@
 //
 //   - Credentials: a service URL's user:password@ is sent as preemptive
 //     basic auth (as Spring's transports do; a password may hold ':'); a
-//     user without a password sends none. The URL is kept without them, so
-//     Endpoint.URL, errors and logs never show a password.
+//     user without a password sends none (region sets the header itself
+//     to send such a user with an empty password, as it always did). The
+//     URL is kept without them, so Endpoint.URL, errors and logs never show
+//     a password.
 //   - Identity: every call carries DiscoveryIdentity-Name: DefaultServer
 //     (EurekaServerIdentity), which a peer's rate limiter never throttles,
 //     and the configured User-Agent.
@@ -31,7 +33,13 @@
 //     watchdog is armed when the request is written and before each read
 //     of the body, disarmed when bytes arrive, and cancels the call with
 //     ErrReadTimeout when it fires. A large body that keeps streaming is
-//     read to its end, a stalled one fails after one read timeout. A bound
+//     read to its end, a stalled one fails after one read timeout. It
+//     bounds the write of the request the same way: armed when a
+//     connection is got and re-armed before each 32 KiB of the request
+//     body, so a request to a peer that stops reading (a multi-MB batch
+//     the socket buffers cannot hold) fails after one read timeout
+//     without progress, while one the peer reads slowly but steadily
+//     goes through. A bound
 //     on the whole call is the caller's policy, through the context
 //     (region: one fetch interval, as Eureka's TimedSupervisorTask;
 //     replication's sync: 10 min; a batch: none, as in Java).

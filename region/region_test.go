@@ -1,12 +1,15 @@
 package region
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +32,7 @@ type fakeRegion struct {
 	mu        sync.Mutex
 	badHash   bool // answer deltas with a wrong apps__hashcode
 	status    int  // answer every fetch with this status when not 0
+	okStatus  int  // the status of a registry answer (0: 200)
 	gotHeader http.Header
 }
 
@@ -36,7 +40,7 @@ func newFakeRegion(t *testing.T, clk *clocktest.Clock) *fakeRegion {
 	f := &fakeRegion{reg: registry.New(registry.Options{Now: clk.Now})}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
-		status, bad := f.status, f.badHash
+		status, bad, ok := f.status, f.badHash, cmp.Or(f.okStatus, http.StatusOK)
 		f.gotHeader = r.Header.Clone()
 		f.mu.Unlock()
 		if status != 0 {
@@ -59,6 +63,7 @@ func newFakeRegion(t *testing.T, clk *clocktest.Clock) *fakeRegion {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(ok)
 		w.Write(compat.AppendApplications(nil, compat.JSON, false, apps))
 	}))
 	t.Cleanup(f.srv.Close)
@@ -437,4 +442,37 @@ func hangingServer(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(func() { close(block); srv.Close() })
 	return srv
+}
+
+// TestURLAndStatusAsBefore: what the region client did before it went
+// through eurekahttp: a user without a password is sent with an empty one
+// (Basic base64("user:")), any 2xx answer with a registry is used, full and
+// delta, and a URL without a host is refused naming the property.
+func TestURLAndStatusAsBefore(t *testing.T) {
+	clk := clocktest.New(time.Unix(1_700_000_000, 0))
+	f := newFakeRegion(t, clk)
+	f.register(t, "ORDERS", "o1", "orders")
+	f.mu.Lock()
+	f.okStatus = http.StatusNonAuthoritativeInfo
+	f.mu.Unlock()
+	r := newRemote(t, f, clk, func(c *Config) { c.URL = strings.Replace(c.URL, "http://", "http://admin@", 1) })
+	for i := range 2 { // full, then delta
+		if err := r.FetchOnce(t.Context()); err != nil {
+			t.Fatalf("fetch %d answered 203: %v", i, err)
+		}
+	}
+	if f.full.Load() != 1 || f.deltas.Load() != 1 || r.Status().DeltaSuccesses != 1 {
+		t.Errorf("%d full, %d delta fetches, %d delta successes; want 1 each", f.full.Load(), f.deltas.Load(), r.Status().DeltaSuccesses)
+	}
+	f.mu.Lock()
+	got := f.gotHeader.Get("Authorization")
+	f.mu.Unlock()
+	if want := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:")); got != want {
+		t.Errorf("user without password: Authorization %q, want %q", got, want)
+	}
+	const noHost = "http://:8761/eureka/"
+	_, err := New(Config{Name: "west", URL: noHost})
+	if err == nil || !strings.Contains(err.Error(), "eureka.server.remote-region-urls-with-name.west") || !strings.Contains(err.Error(), noHost) {
+		t.Errorf("URL without a host: %v, want an error naming the property and the URL", err)
+	}
 }

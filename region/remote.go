@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +25,8 @@ type Config struct {
 	// Name is the region's name as clients ask for it (?regions=), lower case.
 	Name string
 	// URL is the region's Eureka base URL (http://host:port/eureka/); a
-	// user:password in it is sent as basic auth.
+	// user:password in it is sent as basic auth (a user alone with an
+	// empty password).
 	URL string
 	// FetchInterval is eureka.server.remote-region-registry-fetch-interval
 	// (30 s). A fetch that takes longer is abandoned (Eureka's
@@ -99,7 +102,13 @@ func New(cfg Config) (*Remote, error) {
 	}
 	ep, err := eurekahttp.ParseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("remote region %s: URL %q is not an absolute http(s) URL", cfg.Name, cfg.URL)
+		return nil, fmt.Errorf("remote region %s: eureka.server.remote-region-urls-with-name.%s=%q is not an absolute http(s) URL with a host: %v",
+			cfg.Name, cfg.Name, cfg.URL, err)
+	}
+	if u, _ := url.Parse(strings.TrimSpace(cfg.URL)); u != nil && u.User != nil && ep.Authorization == "" {
+		// A user without a password is sent with an empty one, as this
+		// client did before eurekahttp (and Java's does); peers send none.
+		ep.Authorization = eurekahttp.BasicAuth(url.UserPassword(u.User.Username(), ""))
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -126,7 +135,11 @@ func New(cfg Config) (*Remote, error) {
 		ReadTimeout:    cfg.ReadTimeout,
 		UserAgent:      cfg.UserAgent,
 		AcceptGzip:     cfg.GZip,
-		HTTPClient:     cfg.HTTPClient,
+		// Any 2xx with a registry is used, as before eurekahttp: a 2xx
+		// without one (204) is an undecodable body, which fails a delta over
+		// to a full fetch and a full fetch keeps the copy, as any error.
+		AcceptAny2xx: true,
+		HTTPClient:   cfg.HTTPClient,
 	})
 	return r, nil
 }

@@ -26,10 +26,12 @@ type StatusError = eurekahttp.StatusError
 var errBadResponse = eurekahttp.ErrBadResponse
 
 // httpClient is the peer client: eurekahttp's, with the peer timeouts.
-// Its read timeout is Java's socket read timeout (every wait for bytes,
-// the body's included; eurekahttp), so a batch to a hung peer fails after
-// one read timeout and a whole registry that keeps streaming is read to
-// its end.
+// Its read timeout bounds every wait for progress on the socket
+// (eurekahttp): each piece of a batch's write, the wait for the headers,
+// each read of the body. A batch to a peer that stops reading or answering
+// fails after one read timeout without progress, however large the batch;
+// nothing bounds a batch in all (as in Java), so one that keeps moving,
+// and a whole registry that keeps streaming, go to their end.
 type httpClient struct {
 	c *eurekahttp.Client
 }

@@ -110,10 +110,12 @@
 //
 // Calls go through eurekahttp, whose read timeout is Java's socket read
 // timeout: it bounds every wait for bytes, for the headers and for each read
-// of the body, and not the whole call. A batch to a peer that stops
-// answering fails after one read timeout; the start-up sync reads a whole
-// registry that keeps streaming (50 MB of gzip at 1M instances) to its end,
-// within a budget of 10 min per peer.
+// of the body, and every wait to write (each 32 KiB of a batch), and not the
+// whole call. A batch to a peer that stops reading or answering fails after
+// one read timeout without progress, whatever its size (a multi-MB batch
+// that the socket buffers cannot hold included); the start-up sync reads a
+// whole registry that keeps streaming (50 MB of gzip at 1M instances) to its
+// end, within a budget of 10 min per peer.
 //
 // # Start-up sync, self-registration, replicas
 //
