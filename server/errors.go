@@ -21,6 +21,7 @@ import (
 //   - namespace.ErrUnknown: 404
 //   - namespace.ErrLimit: 403 (goreka.namespaces.max)
 //   - namespace.ErrClosed: 503, the server is shutting down
+//   - namespace.ErrCreate: 500, whatever the failure wraps
 func statusOf(err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -41,6 +42,8 @@ func errorStatus(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, namespace.ErrClosed):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, namespace.ErrCreate):
+		return http.StatusInternalServerError
 	}
 	return peerbatch.ErrorStatus(err)
 }
