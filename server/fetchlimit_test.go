@@ -154,6 +154,20 @@ func TestFetchLimitRules(t *testing.T) {
 			t.Fatalf("%s, want one client", got)
 		}
 	})
+	t.Run("apps/apps is a full fetch, as RateLimitingFilter's greedy regexp reads it", func(t *testing.T) {
+		f := newFetchFixture(t, on, RateLimitConfig{})
+		var got strings.Builder
+		for _, p := range []string{"/eureka/apps/apps", "/eureka/apps/apps/", "/eureka/v2/apps/apps", "/eureka/apps"} {
+			if f.get(t, p, loopA) == 503 {
+				got.WriteByte('x')
+			} else {
+				got.WriteByte('o')
+			}
+		}
+		if got.String() != "ooox" {
+			t.Fatalf("%s, want the full-fetch burst of 3 shared with GET apps", got.String())
+		}
+	})
 	t.Run("other reads and writes are never limited", func(t *testing.T) {
 		cfg := on
 		cfg.Burst = 1

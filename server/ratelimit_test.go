@@ -21,7 +21,7 @@ var targetRE = regexp.MustCompile(`^.*/apps(/[^/]*)?$`)
 func TestRouteTableMatchesNetflix(t *testing.T) {
 	paths := []string{"/eureka/apps", "/eureka/apps/", "/eureka/apps/delta", "/eureka/apps/ORDER", "/eureka/apps/ORDER/",
 		"/eureka/apps/ORDER/i-1", "/eureka/apps/ORDER/i-1/status", "/eureka/vips/x", "/eureka/svips/x", "/eureka/instances/i-1",
-		"/apps", "/xapps", "/eureka/apps/delta/", "/eureka/myapps", "/", "/eureka/status", "/v2/apps", "/eureka/v2/apps/delta",
+		"/apps", "/xapps", "/eureka/apps/apps", "/eureka/apps/apps/", "/eureka/apps/delta/", "/eureka/myapps", "/", "/eureka/status", "/v2/apps", "/eureka/v2/apps/delta",
 		"/eureka/v2/apps/ORDER", "/eureka/vips/apps", "/goreka/api/v1/apps", "/goreka/api/v1/apps/ORDER", "/ns/apps"}
 	for _, p := range paths {
 		want := "none"
