@@ -119,7 +119,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		})
 	}
 
-	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
+	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats, Instances: s.reg.AppStatusCounts})
 	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
 	if name == namespace.Default {
 		// Process-wide, shared by every namespace: served at /metrics.
