@@ -47,7 +47,7 @@ func newOpsFixture(t *testing.T, cfg OpsConfig) *opsFixture {
 	cc := cache.DefaultConfig()
 	cc.UseReadOnly = false
 	cc.Now = clock
-	f.srv = New(Config{MaxBodyBytes: 2048}, Deps{Registry: f.reg, Cache: cache.NewStreaming(cc, testLoader(f.reg)), Now: clock})
+	f.srv = New(Config{MaxBodyBytes: 2048}, Deps{Registry: f.reg, Cache: &cc, Now: clock})
 	if cfg.Metrics == nil {
 		cfg.Metrics = f.m
 	}

@@ -84,7 +84,7 @@ func newLimitFixture(t *testing.T, rl RateLimitConfig) *limitFixture {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	srv := New(Config{RateLimit: rl}, Deps{Registry: reg, Cache: cache.NewStreaming(cfg, testLoader(reg)), Now: clk.Now})
+	srv := New(Config{RateLimit: rl}, Deps{Registry: reg, Cache: &cfg, Now: clk.Now})
 	f := &limitFixture{srv: srv, clock: clk}
 	w := (&fixture{srv: srv}).do(t, "POST", "/eureka/apps/A", `{"instance":{"instanceId":"a-1","hostName":"a-1","app":"A","ipAddr":"10.0.0.1","status":"UP","vipAddress":"a","dataCenterInfo":{"name":"MyOwn"}}}`, map[string]string{"Content-Type": "application/json"})
 	if w.Code != 204 {
