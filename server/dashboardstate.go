@@ -35,7 +35,8 @@ type DashboardState struct {
 		Status() health.Status
 		Lifecycle(limit int) health.Lifecycle
 	}
-	// Namespace is the namespace shown (namespace.Default for /eureka/).
+	// Namespace is the namespace shown (namespace.Default, or "", for
+	// /eureka/).
 	// Namespaces lists every namespace for the selector, the default one
 	// first (nil: no selector); DefaultPath is the default namespace's
 	// dashboard path (eureka.dashboard.path), the others' are /ns/{name}/.
@@ -46,6 +47,10 @@ type DashboardState struct {
 
 // DashboardData reads the current state.
 func (d *DashboardState) DashboardData() DashboardData {
+	ns := d.Namespace
+	if ns == "" {
+		ns = namespace.Default
+	}
 	info := d.Status.StatusInfo()
 	now := time.Now()
 	if d.Status.Now != nil {
@@ -59,7 +64,7 @@ func (d *DashboardState) DashboardData() DashboardData {
 		SelfPreservation: d.Eviction.Status(),
 		Peers:            d.Replication.Status(),
 		Health:           d.Health.Status(),
-		Namespace:        d.Namespace,
+		Namespace:        ns,
 	}
 	for _, kv := range info.General {
 		if kv[0] != "environment" {
@@ -72,8 +77,8 @@ func (d *DashboardState) DashboardData() DashboardData {
 	data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas = d.Replication.Replicas()
 	lc := d.Health.Lifecycle(lifecycleRows)
 	data.Lifecycle = &lc
-	if d.Namespace != namespace.Default {
-		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + d.Namespace
+	if ns != namespace.Default {
+		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + ns
 	}
 	if d.Namespaces != nil {
 		for _, name := range d.Namespaces() {
@@ -81,7 +86,7 @@ func (d *DashboardState) DashboardData() DashboardData {
 			if name != namespace.Default {
 				href = NamespacePrefix + name + "/"
 			}
-			data.Namespaces = append(data.Namespaces, DashboardNamespace{Name: name, Href: href, Current: name == d.Namespace})
+			data.Namespaces = append(data.Namespaces, DashboardNamespace{Name: name, Href: href, Current: name == ns})
 		}
 	}
 	return data

@@ -112,4 +112,9 @@ func TestDashboardState(t *testing.T) {
 	if data := d.DashboardData(); data.PathPrefix != "" || data.Namespaces != nil {
 		t.Errorf("default namespace: prefix %q, %+v", data.PathPrefix, data.Namespaces)
 	}
+	// "" is the default namespace too, as DashboardData.Namespace says.
+	d.Namespace, d.Namespaces = "", func() []string { return []string{"default", "dev"} }
+	if data := d.DashboardData(); data.PathPrefix != "" || len(data.Namespaces) != 2 || !data.Namespaces[0].Current || data.Namespaces[1].Current {
+		t.Errorf(`namespace "": prefix %q, %+v`, data.PathPrefix, data.Namespaces)
+	}
 }
