@@ -25,10 +25,10 @@ type DashboardState struct {
 	// excluded there).
 	Status *ProcessStatus
 	// Eviction, Replication and Health are the namespace's (an
-	// *eviction.Evictor, *replication.Replicator and *health.Monitor).
+	// *eviction.Evictor, *replication.Replicator and *health.Monitor); the
+	// replica rows come from Status.StatusInfo, which reads them once.
 	Eviction    interface{ Status() eviction.Status }
 	Replication interface {
-		Replicas() (registered, available, unavailable []string)
 		Status() []replication.PeerStatus
 	}
 	Health interface {
@@ -74,7 +74,7 @@ func (d *DashboardState) DashboardData() DashboardData {
 	if self := d.Status.Self; self != nil {
 		data.InstanceInfo = [][2]string{{"ipAddr", self.IPAddr}, {"status", string(self.Status)}}
 	}
-	data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas = d.Replication.Replicas()
+	data.ReplicaInfo = info.Application // the one read of the replicas
 	lc := d.Health.Lifecycle(lifecycleRows)
 	data.Lifecycle = &lc
 	if ns != namespace.Default {
