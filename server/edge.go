@@ -55,9 +55,23 @@ const (
 	writeNoRoute // no route matched: gin answers 404 or 405, nothing is written
 )
 
-// writeVerbs name an app write in a refusal.
-var writeVerbs = [...]string{writeRegister: "register", writeRenew: "renew", writeCancel: "cancel",
-	writeStatus: "override the status of", writeMetadata: "update the metadata of"}
+// verb names an app write in a refusal ("write" for an action without a
+// verb of its own, so that a new action cannot panic here).
+func (a writeAction) verb() string {
+	switch a {
+	case writeRegister:
+		return "register"
+	case writeRenew:
+		return "renew"
+	case writeCancel:
+		return "cancel"
+	case writeStatus:
+		return "override the status of"
+	case writeMetadata:
+		return "update the metadata of"
+	}
+	return "write"
+}
 
 // Eureka's routes the table names.
 const (
