@@ -7,7 +7,7 @@ import (
 
 // The refusals of a namespace. Every error of this package that refuses a
 // name wraps one of them (errors.Is), and its text is the reason a client
-// gets, naming the namespace; server/errors.go maps them to HTTP statuses.
+// gets, naming the namespace; server/namespaces.go maps them to HTTP statuses.
 var (
 	// ErrInvalidName: the name is not a lower-case DNS label (400).
 	ErrInvalidName = errors.New("invalid namespace name")

@@ -181,7 +181,7 @@ func (d *dashboard) page(c *gin.Context, name, path string) {
 			}
 		}
 		err := namespace.Unknown(ns)
-		c.Data(errorStatus(err), "text/plain; charset=UTF-8", []byte(err.Error()))
+		c.Data(namespaceStatus(err), "text/plain; charset=UTF-8", []byte(err.Error()))
 		return
 	}
 	v.Page = name

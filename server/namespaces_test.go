@@ -190,3 +190,27 @@ func TestNamespaceCreateFailed(t *testing.T) {
 		t.Fatalf("log: %q", got)
 	}
 }
+
+// TestNamespaceStatus: the namespace package's refusals are mapped where
+// namespaces are answered, anything else there is a 500; the REST error
+// mapping (statusOf) is the registry's alone.
+func TestNamespaceStatus(t *testing.T) {
+	for err, want := range map[error]int{
+		namespace.Validate("Bad"):                     http.StatusBadRequest,
+		namespace.Unknown("x"):                        http.StatusNotFound,
+		fmt.Errorf("wrapped: %w", namespace.ErrLimit): http.StatusForbidden,
+		namespace.ErrClosed:                           http.StatusServiceUnavailable,
+		namespace.ErrCreate:                           http.StatusInternalServerError,
+		fmt.Errorf("other: %w", registry.ErrNotFound): http.StatusInternalServerError,
+	} {
+		if got := namespaceStatus(err); got != want {
+			t.Errorf("namespaceStatus(%v) = %d, want %d", err, got, want)
+		}
+	}
+	if got := statusOf(namespace.Unknown("x")); got != http.StatusInternalServerError {
+		t.Errorf("statusOf(a namespace refusal) = %d: the REST mapping is the registry's (500 for anything else)", got)
+	}
+	if got := statusOf(registry.ErrNotFound); got != http.StatusNotFound {
+		t.Errorf("statusOf(ErrNotFound) = %d", got)
+	}
+}
