@@ -8,13 +8,13 @@
 // # One constructor
 //
 // New takes the registry, the codecs (eureka.server.json-codec-name,
-// xml-codec-name) and the remote regions once. The HTTP server reads the
-// regions back from the Builder (Builder.Regions, Builder.RegionsKey) for
-// what it decides itself: the cache key of ?regions=, the 403 while a
-// region never answered, the fallback of single-instance reads. Before, the
-// caller passed the regions to the loader and again to the server and had
-// to keep the two in step; a server that merged regions its cache's loader
-// did not know would have keyed documents it could not build.
+// xml-codec-name) and the remote regions once, and the Builder is the one
+// holder of them. The HTTP server takes the Builder (server.Deps.Docs),
+// builds its response cache on Builder.Load, and reads the regions back
+// from it (Builder.Regions, Builder.RegionsKey) for what it decides itself:
+// the cache key of ?regions=, the 403 while a region never answered, the
+// fallback of single-instance reads. So the regions a server merges are
+// always those its cache's documents are built with.
 //
 // # Why a package of its own
 //

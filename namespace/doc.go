@@ -4,9 +4,9 @@
 //
 // It owns the name rule (a lower-case DNS label, Validate), the snapshot
 // file of a namespace (SnapshotPath, SnapshotNames), the refusals as typed
-// errors (ErrInvalidName, ErrUnknown, ErrLimit, ErrClosed, which
-// server/errors.go maps to 400, 404, 403 and 503 beside the registry's
-// errors), and the lifecycle of the namespaces of one process (Manager):
+// errors (ErrInvalidName, ErrUnknown, ErrLimit, ErrClosed, which the /ns/
+// router, server/namespaces.go, answers with 400, 404, 403 and 503, and
+// ErrCreate, a failed creation, a 500), and the lifecycle of the namespaces of one process (Manager):
 // which exist from start-up (goreka.namespaces.allowed, and with
 // auto-create those whose snapshot file is found), creation at the first
 // request (goreka.namespaces.auto-create) up to goreka.namespaces.max,

@@ -3,6 +3,7 @@ package namespace
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -28,6 +29,9 @@ type Config[T any] struct {
 	// the manager's lock: by NewManager for the namespaces of start-up,
 	// by Get for one it creates.
 	New func(name string) (T, error)
+	// Log gets the failure of a namespace Get creates, once per creation
+	// (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 // Hooks run the namespaces of a Manager (Start). Start and Run are called
@@ -109,7 +113,8 @@ func NewManager[T any](cfg Config[T]) (*Manager[T], error) {
 // create is set and AutoCreate allows it. A refusal wraps ErrUnknown (no
 // such namespace: create unset, or AutoCreate off), ErrClosed (before
 // Start, or after Close or the end of Start's context) or ErrLimit (Max
-// reached); a failed New is returned wrapped. The new namespace is built
+// reached); a failed New is logged (Config.Log) and returned as an
+// ErrCreate, whatever it wraps. The new namespace is built
 // and prepared without holding the manager's lock, so that other
 // namespaces' requests do not wait for it; concurrent requests for the
 // same new name wait for the one creation.
@@ -157,7 +162,7 @@ func (m *Manager[T]) Get(name string, create bool) (T, error) {
 	delete(m.creating, name)
 	switch {
 	case err != nil:
-		c.err = fmt.Errorf("namespace %s not created: %w", quote(name), err)
+		c.err = createFailed(name, err)
 	case m.closed || m.ctx.Err() != nil:
 		// Shutdown began while it was built: nothing of it runs yet.
 		c.err = closed(name)
@@ -170,6 +175,13 @@ func (m *Manager[T]) Get(name string, create bool) (T, error) {
 	}
 	m.mu.Unlock()
 	close(c.done)
+	if err != nil {
+		log := m.cfg.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Error("namespace not created", "namespace", name, "err", err)
+	}
 	return c.v, c.err
 }
 

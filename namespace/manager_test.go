@@ -1,9 +1,11 @@
 package namespace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +22,9 @@ type ns struct {
 	started, prepared bool
 	running           bool
 }
+
+// errBoom is the failure of the fixture's New.
+var errBoom = errors.New("boom")
 
 // fixture is a Manager of *ns whose New counts its calls and may block.
 type fixture struct {
@@ -41,7 +46,7 @@ func newFixture(t *testing.T, cfg Config[*ns]) *fixture {
 			<-f.gate
 		}
 		if name == f.fail {
-			return nil, errors.New("boom")
+			return nil, fmt.Errorf("%w", errBoom)
 		}
 		return &ns{name: name}, nil
 	}
@@ -122,12 +127,22 @@ func TestManagerNewFails(t *testing.T) {
 	if err == nil || err.Error() != "boom" {
 		t.Fatalf("NewManager: %v", err)
 	}
-	f := newFixture(t, Config[*ns]{AutoCreate: true})
+	var logged bytes.Buffer
+	f := newFixture(t, Config[*ns]{AutoCreate: true, Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	f.fail = "bad"
 	f.start(t.Context())
 	_, err = f.m.Get("bad", true)
 	if err == nil || err.Error() != `namespace "bad" not created: boom` || errors.Is(err, ErrUnknown) {
 		t.Fatalf("Get(bad) = %v", err)
+	}
+	// A failed creation is its own kind, whatever it wraps (a registry
+	// error must not turn the router's 500 into a 404), and is logged once
+	// with the namespace's name.
+	if !errors.Is(err, ErrCreate) || errors.Is(err, errBoom) {
+		t.Fatalf("Get(bad) = %v: want ErrCreate, not the cause", err)
+	}
+	if got := logged.String(); strings.Count(got, "namespace not created") != 1 || !strings.Contains(got, "namespace=bad") || !strings.Contains(got, "boom") {
+		t.Fatalf("log: %q", got)
 	}
 	if got := f.m.Names(); !slices.Equal(got, []string{"default"}) {
 		t.Fatalf("Names after a failed creation: %v", got)

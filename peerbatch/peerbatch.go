@@ -164,7 +164,15 @@ func (a *Applier) lookUp(it *compat.ReplicationItem) error {
 	if a.Now != nil {
 		now = a.Now
 	}
-	if v, ok := a.Registry.Get(it.AppName, it.ID); !ok || !Visible(v, now(), a.Expiry) {
+	return LookUp(a.Registry, it.AppName, it.ID, now(), a.Expiry)
+}
+
+// LookUp is the lookup Eureka's InstanceResource status update and
+// override removal start with, for the REST path and the batch alike:
+// registry.ErrNotFound (404) unless instance id of app is registered and
+// Visible at now.
+func LookUp(reg *registry.Registry, app, id string, now time.Time, expiry Expiry) error {
+	if v, ok := reg.Get(app, id); !ok || !Visible(v, now, expiry) {
 		return registry.ErrNotFound
 	}
 	return nil

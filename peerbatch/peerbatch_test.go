@@ -101,3 +101,29 @@ func TestBatch(t *testing.T) {
 		t.Errorf("x1 = %s, want UP: the hidden lease's status must not change", v.Instance.Status)
 	}
 }
+
+// TestLookUp: the REST path's and the batch's lookup, 404 (ErrNotFound)
+// for an unknown instance and for an expired one while expiry is enabled.
+func TestLookUp(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	reg := registry.New(registry.Options{Now: clk.Now})
+	in := &registry.Instance{InstanceID: "a1", HostName: "a1", App: "APP", IPAddr: "10.0.0.1", Status: registry.StatusUp,
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		LeaseInfo:      registry.LeaseInfo{Duration: time.Second}}
+	if _, err := reg.Register(in, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := LookUp(reg, "APP", "a1", clk.Now(), expiry(true)); err != nil {
+		t.Fatalf("fresh: %v", err)
+	}
+	if err := LookUp(reg, "APP", "ghost", clk.Now(), nil); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+	clk.Advance(2 * time.Second)
+	if err := LookUp(reg, "APP", "a1", clk.Now(), expiry(true)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("expired, expiry enabled: %v", err)
+	}
+	if err := LookUp(reg, "APP", "a1", clk.Now(), expiry(false)); err != nil {
+		t.Fatalf("expired, held by self-preservation: %v", err)
+	}
+}

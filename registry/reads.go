@@ -230,3 +230,27 @@ func (r *Registry) PruneRecentlyChanged(retention time.Duration) {
 		r.recent = slices.Delete(r.recent, 0, n)
 	}
 }
+
+// AppStatusCount is the number of instances of one application in one
+// status.
+type AppStatusCount struct {
+	App    string
+	Status Status
+	Count  int
+}
+
+// AppStatusCounts returns the instances of every application per status
+// (no zero counts), in no order: a copy of counts the registry keeps with
+// every change, taken under the read lock in O(applications x statuses),
+// for collectors that read them at scrape time.
+func (r *Registry) AppStatusCounts() []AppStatusCount {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]AppStatusCount, 0, len(r.appCounts))
+	for app, c := range r.appCounts {
+		for st, n := range c {
+			out = append(out, AppStatusCount{App: app, Status: st, Count: n})
+		}
+	}
+	return out
+}

@@ -55,6 +55,9 @@ type Registry struct {
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
 	overrides map[string]Status            // id -> status (overriddenInstanceStatusMap)
 	counts    map[Status]int               // instances per status, for apps__hashcode
+	// appCounts are the instances of each application per status
+	// (AppStatusCounts), kept with counts by countLocked.
+	appCounts map[string]map[Status]int
 	size      int
 	recent    []change // recently changed queue, oldest first
 	expected  int
@@ -103,6 +106,7 @@ func New(o Options) *Registry {
 		apps:        make(map[string]map[string]*lease),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),
+		appCounts:   make(map[string]map[Status]int),
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
 		static:      make(map[InstanceKey]*Instance),

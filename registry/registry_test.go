@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -550,5 +552,40 @@ func TestGeneratedDirtyTimestampIsMilliseconds(t *testing.T) {
 	b.LastDirtyTimestamp = time.UnixMilli(stored.LastDirtyTimestamp.UnixMilli())
 	if got := mustRegister(t, r, b, true); got.Metadata["v"] != "new" {
 		t.Fatal("an equal timestamp must let the incoming copy win")
+	}
+}
+
+// TestAppStatusCounts: the per-application counts follow registrations,
+// status changes, re-registrations and removals, with no zero entries.
+func TestAppStatusCounts(t *testing.T) {
+	r := New(Options{})
+	for _, in := range []*Instance{inst("A", "a1", StatusUp), inst("A", "a2", StatusUp), inst("B", "b1", StatusStarting)} {
+		if _, err := r.Register(in, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.StatusUpdate("A", "a2", StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register(inst("B", "b1", StatusUp), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Cancel("A", "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	got := r.AppStatusCounts()
+	slices.SortFunc(got, func(a, b AppStatusCount) int { return strings.Compare(a.App+string(a.Status), b.App+string(b.Status)) })
+	want := []AppStatusCount{{"A", StatusOutOfService, 1}, {"B", StatusUp, 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AppStatusCounts = %v, want %v", got, want)
+	}
+	if err := r.Cancel("A", "a2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Cancel("B", "b1", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.AppStatusCounts(); len(got) != 0 || len(r.appCounts) != 0 {
+		t.Fatalf("after every cancel: %v, %d apps kept", got, len(r.appCounts))
 	}
 }

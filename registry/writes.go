@@ -296,8 +296,10 @@ func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) 
 // replaceLocked stores a changed copy of a lease's instance, keeps the status
 // counts and records the change for deltas.
 func (r *Registry) replaceLocked(l *lease, in *Instance, now time.Time) {
-	r.counts[l.inst.Status]--
-	r.counts[in.Status]++
+	if l.inst.Status != in.Status {
+		r.countLocked(l.inst.App, l.inst.Status, -1)
+		r.countLocked(l.inst.App, in.Status, 1)
+	}
 	if in.Status == StatusUp && l.serviceUp.IsZero() {
 		l.serviceUp = now
 	}
@@ -434,7 +436,7 @@ func (r *Registry) placeLocked(app, id string, old, l *lease) {
 		group[id] = l
 	}
 	if old != nil {
-		r.counts[old.inst.Status]--
+		r.countLocked(app, old.inst.Status, -1)
 		if old.static {
 			r.staticN--
 		}
@@ -442,12 +444,30 @@ func (r *Registry) placeLocked(app, id string, old, l *lease) {
 		r.size++
 	}
 	if l != nil {
-		r.counts[l.inst.Status]++
+		r.countLocked(app, l.inst.Status, 1)
 		if l.static {
 			r.staticN++
 		}
 	} else {
 		r.size--
+	}
+}
+
+// countLocked adds d instances of app in status st to the per-status
+// counts behind apps__hashcode and to the application's (AppStatusCounts).
+// The caller holds the write lock.
+func (r *Registry) countLocked(app string, st Status, d int) {
+	r.counts[st] += d
+	c := r.appCounts[app]
+	if c == nil {
+		c = make(map[Status]int, 1)
+		r.appCounts[app] = c
+	}
+	if c[st] += d; c[st] == 0 {
+		delete(c, st)
+		if len(c) == 0 {
+			delete(r.appCounts, app)
+		}
 	}
 }
 

@@ -217,7 +217,7 @@ func (p *principal) mayDo(c *gin.Context, rt *boundRoute) string {
 	if p.mayWrite(app) {
 		return ""
 	}
-	return fmt.Sprintf("user %q may not %s instances of application %s", p.name, writeVerbs[rt.write], app)
+	return fmt.Sprintf("user %q may not %s instances of application %s", p.name, rt.write.verb(), app)
 }
 
 // batchPrincipal returns the restricted principal of a replication batch,

@@ -214,3 +214,14 @@ func BenchmarkOpsRenewPerAppUser(b *testing.B) {
 		b.Fatal(w.Code)
 	}
 }
+
+// TestWriteVerbs: every write action names itself in a refusal, one
+// without a verb of its own (a new action) as "write", never a panic.
+func TestWriteVerbs(t *testing.T) {
+	for a, want := range map[writeAction]string{writeRegister: "register", writeRenew: "renew", writeCancel: "cancel",
+		writeStatus: "override the status of", writeMetadata: "update the metadata of", writeOther: "write", writeNoRoute + 1: "write"} {
+		if got := a.verb(); got != want {
+			t.Errorf("writeAction(%d).verb() = %q, want %q", a, got, want)
+		}
+	}
+}

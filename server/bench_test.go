@@ -31,7 +31,7 @@ func benchServer(b *testing.B, n int) (*Server, *registry.Registry) {
 			b.Fatal(err)
 		}
 	}
-	return New(Config{}, Deps{Registry: reg, Cache: cache.NewStreaming(cache.DefaultConfig(), testLoader(reg))}), reg
+	return New(Config{}, Deps{Registry: reg}), reg
 }
 
 // staticGzip is the baseline: a bare handler writing fixed gzip JSON bytes.

@@ -61,8 +61,10 @@ type DashboardData struct {
 	// Peers are the other Eureka servers' replication state, in
 	// configuration order.
 	Peers []replication.PeerStatus
-	// Registered, available and unavailable replicas (peer URLs, scrubbed).
-	RegisteredReplicas, AvailableReplicas, UnavailableReplicas []string
+	// ReplicaInfo are the replica rows of "General Info" (ReplicaStats:
+	// registered-, available- and unavailable-replicas, peer URLs
+	// scrubbed), as StatusInfo lists them.
+	ReplicaInfo [][2]string
 
 	// GeneralInfo are the first rows of "General Info" (num-of-cpus,
 	// total-avail-memory, current-memory-usage, server-uptime); the replica
@@ -179,7 +181,7 @@ func (d *dashboard) page(c *gin.Context, name, path string) {
 			}
 		}
 		err := namespace.Unknown(ns)
-		c.Data(errorStatus(err), "text/plain; charset=UTF-8", []byte(err.Error()))
+		c.Data(namespaceStatus(err), "text/plain; charset=UTF-8", []byte(err.Error()))
 		return
 	}
 	v.Page = name
@@ -347,8 +349,7 @@ func (d *dashboard) view(withApps bool) pageView {
 		}
 		v.Peers = append(v.Peers, pv)
 	}
-	v.General = append(slices.Clone(data.GeneralInfo),
-		ReplicaStats(data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas)...)
+	v.General = append(slices.Clone(data.GeneralInfo), data.ReplicaInfo...)
 	v.Chart = newChart(data.SelfPreservation.RenewsHistory, data.SelfPreservation.Threshold)
 	v.lifecycle(data.Lifecycle, data.Now)
 	v.Regions = regionViews(d.s.regions, data.Now)

@@ -63,11 +63,10 @@ func fixedData() DashboardData {
 			{URL: "http://peer2:8762/eureka/", Host: "peer2", State: "failing", QueueDepth: 4, Lag: 12 * time.Second,
 				LastError: "connection refused", LastErrorAt: dashNow.Add(-time.Second)},
 		},
-		RegisteredReplicas:  []string{"http://peer1:8761/eureka/", "http://peer2:8762/eureka/"},
-		AvailableReplicas:   []string{"http://peer1:8761/eureka/"},
-		UnavailableReplicas: []string{"http://peer2:8762/eureka/"},
-		GeneralInfo:         [][2]string{{"num-of-cpus", "2"}, {"server-uptime", "1 day 02:05"}},
-		InstanceInfo:        [][2]string{{"ipAddr", "10.0.0.9"}, {"status", "UP"}},
+		ReplicaInfo: ReplicaStats([]string{"http://peer1:8761/eureka/", "http://peer2:8762/eureka/"},
+			[]string{"http://peer1:8761/eureka/"}, []string{"http://peer2:8762/eureka/"}),
+		GeneralInfo:  [][2]string{{"num-of-cpus", "2"}, {"server-uptime", "1 day 02:05"}},
+		InstanceInfo: [][2]string{{"ipAddr", "10.0.0.9"}, {"status", "UP"}},
 	}
 }
 

@@ -25,17 +25,18 @@ type DashboardState struct {
 	// excluded there).
 	Status *ProcessStatus
 	// Eviction, Replication and Health are the namespace's (an
-	// *eviction.Evictor, *replication.Replicator and *health.Monitor).
+	// *eviction.Evictor, *replication.Replicator and *health.Monitor); the
+	// replica rows come from Status.StatusInfo, which reads them once.
 	Eviction    interface{ Status() eviction.Status }
 	Replication interface {
-		Replicas() (registered, available, unavailable []string)
 		Status() []replication.PeerStatus
 	}
 	Health interface {
 		Status() health.Status
 		Lifecycle(limit int) health.Lifecycle
 	}
-	// Namespace is the namespace shown (namespace.Default for /eureka/).
+	// Namespace is the namespace shown (namespace.Default, or "", for
+	// /eureka/).
 	// Namespaces lists every namespace for the selector, the default one
 	// first (nil: no selector); DefaultPath is the default namespace's
 	// dashboard path (eureka.dashboard.path), the others' are /ns/{name}/.
@@ -46,6 +47,10 @@ type DashboardState struct {
 
 // DashboardData reads the current state.
 func (d *DashboardState) DashboardData() DashboardData {
+	ns := d.Namespace
+	if ns == "" {
+		ns = namespace.Default
+	}
 	info := d.Status.StatusInfo()
 	now := time.Now()
 	if d.Status.Now != nil {
@@ -59,7 +64,7 @@ func (d *DashboardState) DashboardData() DashboardData {
 		SelfPreservation: d.Eviction.Status(),
 		Peers:            d.Replication.Status(),
 		Health:           d.Health.Status(),
-		Namespace:        d.Namespace,
+		Namespace:        ns,
 	}
 	for _, kv := range info.General {
 		if kv[0] != "environment" {
@@ -69,11 +74,11 @@ func (d *DashboardState) DashboardData() DashboardData {
 	if self := d.Status.Self; self != nil {
 		data.InstanceInfo = [][2]string{{"ipAddr", self.IPAddr}, {"status", string(self.Status)}}
 	}
-	data.RegisteredReplicas, data.AvailableReplicas, data.UnavailableReplicas = d.Replication.Replicas()
+	data.ReplicaInfo = info.Application // the one read of the replicas
 	lc := d.Health.Lifecycle(lifecycleRows)
 	data.Lifecycle = &lc
-	if d.Namespace != namespace.Default {
-		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + d.Namespace
+	if ns != namespace.Default {
+		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + ns
 	}
 	if d.Namespaces != nil {
 		for _, name := range d.Namespaces() {
@@ -81,7 +86,7 @@ func (d *DashboardState) DashboardData() DashboardData {
 			if name != namespace.Default {
 				href = NamespacePrefix + name + "/"
 			}
-			data.Namespaces = append(data.Namespaces, DashboardNamespace{Name: name, Href: href, Current: name == d.Namespace})
+			data.Namespaces = append(data.Namespaces, DashboardNamespace{Name: name, Href: href, Current: name == ns})
 		}
 	}
 	return data

@@ -62,8 +62,8 @@ func TestDeltaThroughCacheNeverMismatches(t *testing.T) {
 	reg := registry.New(registry.Options{ExpectedClients: 1})
 	cfg := cache.DefaultConfig()
 	cfg.MinRefreshGap = 5 * time.Millisecond
-	c := cache.NewStreaming(cfg, testLoader(reg))
-	s := New(Config{}, Deps{Registry: reg, Cache: c})
+	s := New(Config{}, Deps{Registry: reg, Cache: &cfg})
+	c := s.Cache()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Run(ctx) })

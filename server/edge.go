@@ -29,9 +29,9 @@ type route struct {
 	// rate is the target of Netflix's RateLimitingFilter (RateLimitConfig),
 	// targetOther for a route it does not filter. The filter is mapped to
 	// Eureka's /apps paths and matches ^.*/apps(/[^/]*)?$ on them, so it
-	// sees GET apps, apps/delta and apps/{app}. (An application literally
-	// named "apps", which no Eureka client sends in lower case, is a full
-	// fetch to that regexp's greedy match and an application fetch here.)
+	// sees GET apps, apps/delta and apps/{app}. That regexp is greedy: GET
+	// apps/apps (an application literally named "apps") is a full fetch
+	// to it, which guard applies (fetchTargets) to both limiters.
 	rate fetchTarget
 	// perClient is the target of goreka.fetch-limit (FetchLimitConfig):
 	// targetFull or targetDelta, targetOther for a route it does not limit.
@@ -55,9 +55,23 @@ const (
 	writeNoRoute // no route matched: gin answers 404 or 405, nothing is written
 )
 
-// writeVerbs name an app write in a refusal.
-var writeVerbs = [...]string{writeRegister: "register", writeRenew: "renew", writeCancel: "cancel",
-	writeStatus: "override the status of", writeMetadata: "update the metadata of"}
+// verb names an app write in a refusal ("write" for an action without a
+// verb of its own, so that a new action cannot panic here).
+func (a writeAction) verb() string {
+	switch a {
+	case writeRegister:
+		return "register"
+	case writeRenew:
+		return "renew"
+	case writeCancel:
+		return "cancel"
+	case writeStatus:
+		return "override the status of"
+	case writeMetadata:
+		return "update the metadata of"
+	}
+	return "write"
+}
 
 // Eureka's routes the table names.
 const (
@@ -184,11 +198,24 @@ func (s *Server) guard(c *gin.Context, rt *boundRoute) {
 			c.AbortWithStatus(http.StatusInternalServerError)
 		}
 	}()
-	if !s.ops.authorize(c, rt) || !s.fetchLimit.admit(c, rt.perClient) || !s.limiter.admit(c, rt.rate) {
+	perClient, rate := fetchTargets(c, rt)
+	if !s.ops.authorize(c, rt) || !s.fetchLimit.admit(c, perClient) || !s.limiter.admit(c, rate) {
 		c.Abort()
 		return
 	}
 	c.Next()
+}
+
+// fetchTargets are the per-client fetch limit's and the rate limiter's
+// targets of a request: its route's, but for GET apps/apps, which
+// RateLimitingFilter's greedy ^.*/apps(/[^/]*)?$ reads as ".../apps" and
+// so as a full fetch (and which the per-client limit, goreka's, has always
+// counted as one too). It allocates nothing: c.Param scans gin's params.
+func fetchTargets(c *gin.Context, rt *boundRoute) (perClient, rate fetchTarget) {
+	if rt.rate == targetApp && c.Param("app") == "apps" {
+		return targetFull, targetFull
+	}
+	return rt.perClient, rt.rate
 }
 
 // record is the request recording of every answer, gin's and the

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,58 @@ func TestRouteTableNamesRegisteredRoutes(t *testing.T) {
 	for k := range routeTable {
 		if !registered[k] {
 			t.Errorf("route table entry %s %s is no registered route", k.method, k.path)
+		}
+	}
+}
+
+// eurekaRoutes is the classification of every route the server registers
+// under /eureka, written out: a route{} is a plain read or an admin write
+// (no fetch kind, never limited, admins only).
+var eurekaRoutes = map[routeKey]route{
+	{"GET", "/eureka/apps"}:                       {fetchKind: metrics.FetchFull, rate: targetFull, perClient: targetFull},
+	{"GET", "/eureka/apps/delta"}:                 {fetchKind: metrics.FetchDelta, rate: targetDelta, perClient: targetDelta},
+	{"GET", "/eureka/apps/:app"}:                  {fetchKind: metrics.FetchApp, rate: targetApp},
+	{"POST", "/eureka/apps/:app"}:                 {write: writeRegister},
+	{"GET", "/eureka/apps/:app/:id"}:              {},
+	{"PUT", "/eureka/apps/:app/:id"}:              {write: writeRenew},
+	{"DELETE", "/eureka/apps/:app/:id"}:           {write: writeCancel},
+	{"PUT", "/eureka/apps/:app/:id/status"}:       {write: writeStatus},
+	{"DELETE", "/eureka/apps/:app/:id/status"}:    {write: writeStatus},
+	{"PUT", "/eureka/apps/:app/:id/metadata"}:     {write: writeMetadata},
+	{"GET", "/eureka/instances/:id"}:              {},
+	{"GET", "/eureka/vips/:vip"}:                  {fetchKind: metrics.FetchVIP},
+	{"GET", "/eureka/svips/:vip"}:                 {fetchKind: metrics.FetchSVIP},
+	{"PUT", "/eureka/asg/:asg/status"}:            {write: writeOther},
+	{"POST", "/eureka/peerreplication/batch"}:     {write: writeBatch},
+	{"GET", "/eureka/status"}:                     {},
+	{"GET", "/eureka/serverinfo/statusoverrides"}: {},
+}
+
+// TestEurekaRoutesClassified: every route under /eureka has its
+// classification listed in eurekaRoutes, and the route table gives it
+// exactly that, so that a new /eureka route cannot be added without
+// deciding its fetch kind, limits and write action.
+func TestEurekaRoutesClassified(t *testing.T) {
+	srv := New(Config{}, Deps{Registry: registry.New(registry.Options{})})
+	seen := map[routeKey]bool{}
+	for _, ri := range srv.Engine().Routes() {
+		if ri.Path != "/eureka" && !strings.HasPrefix(ri.Path, "/eureka/") {
+			continue
+		}
+		k := routeKey{ri.Method, ri.Path}
+		seen[k] = true
+		want, ok := eurekaRoutes[k]
+		if !ok {
+			t.Errorf("route %s %s has no classification in eurekaRoutes (and, if it is a fetch or an app write, none in routeTable)", k.method, k.path)
+			continue
+		}
+		if got := routeTable[k]; got != want {
+			t.Errorf("route %s %s: route table %+v, want %+v", k.method, k.path, got, want)
+		}
+	}
+	for k := range eurekaRoutes {
+		if !seen[k] {
+			t.Errorf("eurekaRoutes lists %s %s, which is no registered route", k.method, k.path)
 		}
 	}
 }

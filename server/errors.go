@@ -6,41 +6,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
 // statusOf maps a registry operation's outcome to the HTTP status Eureka
-// answers it with: peerbatch.Status, the one mapping of the registry's
+// answers it with: peerbatch.ErrorStatus, the one mapping of the registry's
 // errors, which the replication batch and the test peer share with the
-// REST handlers; beside it the namespace package's refusals, which the
-// /ns/{name}/ router answers with their reason (serveNamespace):
-//
-//   - namespace.ErrInvalidName: 400
-//   - namespace.ErrUnknown: 404
-//   - namespace.ErrLimit: 403 (goreka.namespaces.max)
-//   - namespace.ErrClosed: 503, the server is shutting down
+// REST handlers. (The namespace package's refusals are answered only where
+// namespaces are: namespaceStatus, server/namespaces.go.)
 func statusOf(err error) int {
 	if err == nil {
 		return http.StatusOK
-	}
-	return errorStatus(err)
-}
-
-// errorStatus is statusOf for an error (a function of its own, as
-// peerbatch.ErrorStatus: the targets of errors.As escape to the heap, the
-// success path of a heartbeat must not pay for them).
-func errorStatus(err error) int {
-	switch {
-	case errors.Is(err, namespace.ErrInvalidName):
-		return http.StatusBadRequest
-	case errors.Is(err, namespace.ErrUnknown):
-		return http.StatusNotFound
-	case errors.Is(err, namespace.ErrLimit):
-		return http.StatusForbidden
-	case errors.Is(err, namespace.ErrClosed):
-		return http.StatusServiceUnavailable
 	}
 	return peerbatch.ErrorStatus(err)
 }
@@ -56,7 +33,7 @@ func (s *Server) answer(c *gin.Context, err error) {
 }
 
 func (s *Server) answerError(c *gin.Context, err error) {
-	code := errorStatus(err)
+	code := peerbatch.ErrorStatus(err)
 	var conflict *registry.ConflictError
 	switch {
 	case code == http.StatusBadRequest:

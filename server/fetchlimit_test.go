@@ -26,7 +26,7 @@ func newFetchFixture(t *testing.T, fl FetchLimitConfig, rl RateLimitConfig) *fet
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	srv := New(Config{FetchLimit: fl, RateLimit: rl}, Deps{Registry: reg, Cache: cache.NewStreaming(cfg, testLoader(reg)), Now: clk.Now})
+	srv := New(Config{FetchLimit: fl, RateLimit: rl}, Deps{Registry: reg, Cache: &cfg, Now: clk.Now})
 	w := (&fixture{srv: srv}).do(t, "POST", "/eureka/apps/A", `{"instance":{"instanceId":"a-1","hostName":"a-1","app":"A","ipAddr":"10.0.0.1","status":"UP","vipAddress":"a","dataCenterInfo":{"name":"MyOwn"}}}`, map[string]string{"Content-Type": "application/json"})
 	if w.Code != 204 {
 		t.Fatalf("register: %d", w.Code)
@@ -152,6 +152,20 @@ func TestFetchLimitRules(t *testing.T) {
 		f := newFetchFixture(t, cfg, RateLimitConfig{})
 		if got := f.codes(t, 2, "/eureka/apps/", javaOne) + f.codes(t, 2, "/eureka/apps/", javaTwo); got != "ooox" {
 			t.Fatalf("%s, want one client", got)
+		}
+	})
+	t.Run("apps/apps is a full fetch, as RateLimitingFilter's greedy regexp reads it", func(t *testing.T) {
+		f := newFetchFixture(t, on, RateLimitConfig{})
+		var got strings.Builder
+		for _, p := range []string{"/eureka/apps/apps", "/eureka/apps/apps/", "/eureka/v2/apps/apps", "/eureka/apps"} {
+			if f.get(t, p, loopA) == 503 {
+				got.WriteByte('x')
+			} else {
+				got.WriteByte('o')
+			}
+		}
+		if got.String() != "ooox" {
+			t.Fatalf("%s, want the full-fetch burst of 3 shared with GET apps", got.String())
 		}
 	})
 	t.Run("other reads and writes are never limited", func(t *testing.T) {
@@ -342,7 +356,7 @@ func TestLimitersSharedAcrossNamespaces(t *testing.T) {
 			reg := registry.New(registry.Options{Now: def.clock.Now})
 			cc := cache.DefaultConfig()
 			cc.UseReadOnly, cc.Now = false, def.clock.Now
-			dev := New(Config{}, Deps{Registry: reg, Cache: cache.NewStreaming(cc, testLoader(reg)), Now: def.clock.Now, Limiters: def.srv.Limiters()})
+			dev := New(Config{}, Deps{Registry: reg, Cache: &cc, Now: def.clock.Now, Limiters: def.srv.Limiters()})
 			def.srv.SetNamespaces(nsMap{"dev": dev})
 			c := who{addr: "10.1.1.1:5000", name: "loop"}
 			if a, b := def.get(t, "/eureka/apps", c), def.get(t, "/eureka/apps", c); a != 200 || b != 200 {

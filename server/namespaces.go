@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ type Namespaces interface {
 	// namespace.Validate), creating it when create is set and that is
 	// allowed. Its error says why not: one of the namespace package's
 	// refusals (namespace.ErrUnknown for an unknown name without create),
-	// which errorStatus maps to its status.
+	// which namespaceStatus maps to its status.
 	Namespace(name string, create bool) (*Server, error)
 }
 
@@ -90,9 +91,32 @@ func (s *Server) serveNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 // namespaceError answers a refusal of the namespace package (or a failed
-// creation, a 500) with its status (errorStatus) and its reason.
+// creation, a 500) with its status (namespaceStatus) and its reason.
 func (s *Server) namespaceError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
-	s.namespaceRefused(w, r, errorStatus(err), err.Error(), start)
+	s.namespaceRefused(w, r, namespaceStatus(err), err.Error(), start)
+}
+
+// namespaceStatus maps the namespace package's refusals to HTTP statuses,
+// where namespaces are answered (the /ns/ router, the dashboard's
+// selector); anything else, a failed creation (namespace.ErrCreate)
+// included, whatever it wraps, is a 500:
+//
+//   - namespace.ErrInvalidName: 400
+//   - namespace.ErrUnknown: 404
+//   - namespace.ErrLimit: 403 (goreka.namespaces.max)
+//   - namespace.ErrClosed: 503, the server is shutting down
+func namespaceStatus(err error) int {
+	switch {
+	case errors.Is(err, namespace.ErrInvalidName):
+		return http.StatusBadRequest
+	case errors.Is(err, namespace.ErrUnknown):
+		return http.StatusNotFound
+	case errors.Is(err, namespace.ErrLimit):
+		return http.StatusForbidden
+	case errors.Is(err, namespace.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 // namespaceRefused answers a request the namespace router refuses. Its

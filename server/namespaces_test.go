@@ -1,11 +1,15 @@
 package server
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/goreka/goreka/namespace"
+	"github.com/goreka/goreka/registry"
 )
 
 // nsMap is a fixed set of namespaces for the router.
@@ -151,4 +155,62 @@ func TestNamespaceHealthAnonymous(t *testing.T) {
 	// Everything else under the namespace still needs credentials.
 	expect(t, def.do(t, "GET", "/ns/dev/metrics", "", ""), 401, "")
 	expect(t, def.do(t, "GET", "/ns/dev/actuator/healthz", "", ""), 401, "")
+}
+
+// managerNS is server.Namespaces on a namespace.Manager, as cmd/goreka
+// wires it.
+type managerNS struct{ m *namespace.Manager[*Server] }
+
+func (n managerNS) Namespace(name string, create bool) (*Server, error) {
+	return n.m.Get(name, create)
+}
+
+// TestNamespaceCreateFailed: a namespace whose creation fails is a 500
+// with its reason, even when the failure wraps a registry error that the
+// REST mapping answers otherwise (here ErrNotFound, a 404), and it is
+// logged once, with the namespace's name.
+func TestNamespaceCreateFailed(t *testing.T) {
+	def := newOpsFixture(t, OpsConfig{})
+	var logged bytes.Buffer
+	m, err := namespace.NewManager(namespace.Config[*Server]{
+		Default: def.srv, AutoCreate: true, Max: 4,
+		Log: slog.New(slog.NewTextHandler(&logged, nil)),
+		New: func(string) (*Server, error) { return nil, fmt.Errorf("loading it: %w", registry.ErrNotFound) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start(t.Context(), namespace.Hooks[*Server]{})
+	def.srv.SetNamespaces(managerNS{m})
+	w := def.do(t, "GET", "/ns/dev/eureka/apps", "", "")
+	if w.Code != http.StatusInternalServerError || !strings.HasPrefix(w.Body.String(), `namespace "dev" not created: loading it`) {
+		t.Fatalf("failed creation: %d %q, want a 500 with the reason", w.Code, w.Body)
+	}
+	if got := logged.String(); strings.Count(got, "namespace not created") != 1 || !strings.Contains(got, "namespace=dev") {
+		t.Fatalf("log: %q", got)
+	}
+}
+
+// TestNamespaceStatus: the namespace package's refusals are mapped where
+// namespaces are answered, anything else there is a 500; the REST error
+// mapping (statusOf) is the registry's alone.
+func TestNamespaceStatus(t *testing.T) {
+	for err, want := range map[error]int{
+		namespace.Validate("Bad"):                     http.StatusBadRequest,
+		namespace.Unknown("x"):                        http.StatusNotFound,
+		fmt.Errorf("wrapped: %w", namespace.ErrLimit): http.StatusForbidden,
+		namespace.ErrClosed:                           http.StatusServiceUnavailable,
+		namespace.ErrCreate:                           http.StatusInternalServerError,
+		fmt.Errorf("other: %w", registry.ErrNotFound): http.StatusInternalServerError,
+	} {
+		if got := namespaceStatus(err); got != want {
+			t.Errorf("namespaceStatus(%v) = %d, want %d", err, got, want)
+		}
+	}
+	if got := statusOf(namespace.Unknown("x")); got != http.StatusInternalServerError {
+		t.Errorf("statusOf(a namespace refusal) = %d: the REST mapping is the registry's (500 for anything else)", got)
+	}
+	if got := statusOf(registry.ErrNotFound); got != http.StatusNotFound {
+		t.Errorf("statusOf(ErrNotFound) = %d", got)
+	}
 }

@@ -36,7 +36,8 @@ func newOpsFixture(t *testing.T, cfg OpsConfig) *opsFixture {
 	t.Helper()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	f := &opsFixture{m: metrics.New(metrics.Sources{})}
+	f := &opsFixture{}
+	f.m = metrics.New(metrics.Sources{Instances: func() []registry.AppStatusCount { return f.reg.AppStatusCounts() }})
 	f.reg = registry.New(registry.Options{Now: clock, OnRenew: func(rn registry.Renewal) { f.m.OnRenew(rn) }, OnEvent: func(e registry.Event) {
 		f.m.OnEvent(e)
 		if e.Changed && f.srv != nil {
@@ -46,7 +47,7 @@ func newOpsFixture(t *testing.T, cfg OpsConfig) *opsFixture {
 	cc := cache.DefaultConfig()
 	cc.UseReadOnly = false
 	cc.Now = clock
-	f.srv = New(Config{MaxBodyBytes: 2048}, Deps{Registry: f.reg, Cache: cache.NewStreaming(cc, testLoader(f.reg)), Now: clock})
+	f.srv = New(Config{MaxBodyBytes: 2048}, Deps{Registry: f.reg, Cache: &cc, Now: clock})
 	if cfg.Metrics == nil {
 		cfg.Metrics = f.m
 	}

@@ -21,7 +21,7 @@ var targetRE = regexp.MustCompile(`^.*/apps(/[^/]*)?$`)
 func TestRouteTableMatchesNetflix(t *testing.T) {
 	paths := []string{"/eureka/apps", "/eureka/apps/", "/eureka/apps/delta", "/eureka/apps/ORDER", "/eureka/apps/ORDER/",
 		"/eureka/apps/ORDER/i-1", "/eureka/apps/ORDER/i-1/status", "/eureka/vips/x", "/eureka/svips/x", "/eureka/instances/i-1",
-		"/apps", "/xapps", "/eureka/apps/delta/", "/eureka/myapps", "/", "/eureka/status", "/v2/apps", "/eureka/v2/apps/delta",
+		"/apps", "/xapps", "/eureka/apps/apps", "/eureka/apps/apps/", "/eureka/apps/delta/", "/eureka/myapps", "/", "/eureka/status", "/v2/apps", "/eureka/v2/apps/delta",
 		"/eureka/v2/apps/ORDER", "/eureka/vips/apps", "/goreka/api/v1/apps", "/goreka/api/v1/apps/ORDER", "/ns/apps"}
 	for _, p := range paths {
 		want := "none"
@@ -84,7 +84,7 @@ func newLimitFixture(t *testing.T, rl RateLimitConfig) *limitFixture {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	srv := New(Config{RateLimit: rl}, Deps{Registry: reg, Cache: cache.NewStreaming(cfg, testLoader(reg)), Now: clk.Now})
+	srv := New(Config{RateLimit: rl}, Deps{Registry: reg, Cache: &cfg, Now: clk.Now})
 	f := &limitFixture{srv: srv, clock: clk}
 	w := (&fixture{srv: srv}).do(t, "POST", "/eureka/apps/A", `{"instance":{"instanceId":"a-1","hostName":"a-1","app":"A","ipAddr":"10.0.0.1","status":"UP","vipAddress":"a","dataCenterInfo":{"name":"MyOwn"}}}`, map[string]string{"Content-Type": "application/json"})
 	if w.Code != 204 {

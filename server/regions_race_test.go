@@ -32,8 +32,8 @@ func TestRegionSegmentKeyedByTheCopiesItHolds(t *testing.T) {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = f.clock.Now
-	c = cache.NewStreaming(cfg, docs.Load)
-	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: c, Now: f.clock.Now})
+	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: &cfg, Now: f.clock.Now})
+	c = f.srv.Cache()
 	if err := r.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,7 @@ func regionFixture(t *testing.T, disableFallback bool) (*fixture, *region.Set) {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = f.clock.Now
-	c := cache.NewStreaming(cfg, docs.Load)
-	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: c, Now: f.clock.Now})
+	f.srv = New(Config{}, Deps{Registry: f.reg, Docs: docs, Cache: &cfg, Now: f.clock.Now})
 	// Local: one more ORDER-SERVICE instance (merged with west's) and an
 	// application of its own.
 	for i, b := range []string{

@@ -59,9 +59,10 @@ type Deps struct {
 	// merged into reads; nil: document.New of Registry alone (default
 	// codecs, no region).
 	Docs *document.Builder
-	// Cache serves registry reads and must load them through
-	// Docs.Load; nil builds one with Eureka's defaults.
-	Cache  *cache.Cache
+	// Cache configures the response cache New builds, which loads every
+	// registry read through Docs (Server.Cache returns it); nil: Eureka's
+	// defaults (cache.DefaultConfig).
+	Cache  *cache.Config
 	Gate   Gate
 	Expiry Expiry
 	// Status supplies GET /eureka/status.
@@ -118,7 +119,7 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxBatchBodyBytes <= 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
-	s := &Server{cfg: cfg, reg: d.Registry, cache: d.Cache, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Docs}
+	s := &Server{cfg: cfg, reg: d.Registry, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Docs}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -129,9 +130,11 @@ func New(cfg Config, d Deps) *Server {
 		s.docs = document.New(document.Config{Registry: s.reg})
 	}
 	s.regions = s.docs.Regions()
-	if s.cache == nil {
-		s.cache = cache.NewStreaming(cache.DefaultConfig(), s.docs.Load)
+	cc := cache.DefaultConfig()
+	if d.Cache != nil {
+		cc = *d.Cache
 	}
+	s.cache = cache.NewStreaming(cc, s.docs.Load)
 	s.engine = gin.New()
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.RedirectTrailingSlash = false

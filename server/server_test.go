@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/cache"
-	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
@@ -26,11 +25,6 @@ type fixture struct {
 	clock *clocktest.Clock
 }
 
-// testLoader is the cache loader of reg's documents, without remote regions.
-func testLoader(reg *registry.Registry) cache.StreamLoader {
-	return document.New(document.Config{Registry: reg}).Load
-}
-
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
@@ -38,8 +32,7 @@ func newFixture(t *testing.T) *fixture {
 	cfg := cache.DefaultConfig()
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
-	c := cache.NewStreaming(cfg, testLoader(reg))
-	srv := New(Config{}, Deps{Registry: reg, Cache: c, Now: clk.Now})
+	srv := New(Config{}, Deps{Registry: reg, Cache: &cfg, Now: clk.Now})
 	f := &fixture{srv: srv, reg: reg, clock: clk}
 	return f
 }

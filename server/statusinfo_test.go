@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,17 @@ func (fakeReplication) Replicas() (registered, available, unavailable []string) 
 }
 
 func (f fakeReplication) Status() []replication.PeerStatus { return f.peers }
+
+// countingReplication counts the calls of Replicas.
+type countingReplication struct {
+	fakeReplication
+	calls *int
+}
+
+func (c countingReplication) Replicas() (registered, available, unavailable []string) {
+	*c.calls++
+	return c.fakeReplication.Replicas()
+}
 
 type fakeEviction struct{ st eviction.Status }
 
@@ -92,7 +104,7 @@ func TestDashboardState(t *testing.T) {
 	data := d.DashboardData()
 	if data.Environment != "prod" || data.Datacenter != "dc1" || data.Now != dashNow || data.Uptime != time.Hour ||
 		data.SelfPreservation.Threshold != 5 || data.SelfPreservation.Banner != "B" || len(data.Peers) != 1 || data.Peers[0].Host != "p1" ||
-		len(data.RegisteredReplicas) != 2 || data.Health.Alert != "ALERT" || data.Lifecycle == nil || data.Lifecycle.Counts[health.Up] != 3 {
+		len(data.ReplicaInfo) != 3 || data.ReplicaInfo[0] != [2]string{"registered-replicas", "http://p1:8761/eureka/, http://p2:8761/eureka/"} || data.Health.Alert != "ALERT" || data.Lifecycle == nil || data.Lifecycle.Counts[health.Up] != 3 {
 		t.Errorf("data %+v", data)
 	}
 	for _, kv := range data.GeneralInfo {
@@ -111,5 +123,17 @@ func TestDashboardState(t *testing.T) {
 	d.Namespace, d.Namespaces = "default", nil
 	if data := d.DashboardData(); data.PathPrefix != "" || data.Namespaces != nil {
 		t.Errorf("default namespace: prefix %q, %+v", data.PathPrefix, data.Namespaces)
+	}
+	// One page view reads the replicas once: the rows of StatusInfo.
+	calls := 0
+	repl := countingReplication{fakeReplication{peers}, &calls}
+	d.Status.Replicas, d.Replication = repl, repl
+	if data := d.DashboardData(); calls != 1 || !slices.Equal(data.ReplicaInfo, d.Status.StatusInfo().Application) {
+		t.Errorf("Replicas called %d times for one view, want 1; replica rows %v", calls, data.ReplicaInfo)
+	}
+	// "" is the default namespace too, as DashboardData.Namespace says.
+	d.Namespace, d.Namespaces = "", func() []string { return []string{"default", "dev"} }
+	if data := d.DashboardData(); data.PathPrefix != "" || len(data.Namespaces) != 2 || !data.Namespaces[0].Current || data.Namespaces[1].Current {
+		t.Errorf(`namespace "": prefix %q, %+v`, data.PathPrefix, data.Namespaces)
 	}
 }

@@ -116,6 +116,7 @@ func newStockFixture(t *testing.T, codecs compat.Codecs) *fixture {
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
 	docs := document.New(document.Config{Registry: reg, Codecs: codecs})
-	c = cache.NewStreaming(cfg, docs.Load)
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Docs: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
+	srv := New(Config{}, Deps{Registry: reg, Docs: docs, Cache: &cfg, Now: clk.Now})
+	c = srv.Cache()
+	return &fixture{srv: srv, reg: reg, clock: clk}
 }

@@ -159,8 +159,9 @@ func newStockHeldFixture(t *testing.T) (*fixture, *eviction.Evictor) {
 	ccfg := cache.DefaultConfig()
 	ccfg.UseReadOnly = false
 	ccfg.Now = clk.Now
-	c = cache.NewStreaming(ccfg, testLoader(reg))
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Cache: c, Expiry: ev, Now: clk.Now}), reg: reg, clock: clk}, ev
+	srv := New(Config{}, Deps{Registry: reg, Cache: &ccfg, Expiry: ev, Now: clk.Now})
+	c = srv.Cache()
+	return &fixture{srv: srv, reg: reg, clock: clk}, ev
 }
 
 // stockSpringError is the body Spring Boot's error page writes for a 404

@@ -101,6 +101,7 @@ func newStockRegionFixture(t *testing.T, codecs compat.Codecs, url string) *fixt
 	cfg.UseReadOnly = false
 	cfg.Now = clk.Now
 	docs := document.New(document.Config{Registry: reg, Codecs: codecs, Regions: document.Regions{Set: region.NewSet([]*region.Remote{r}, nil)}})
-	c = cache.NewStreaming(cfg, docs.Load)
-	return &fixture{srv: New(Config{}, Deps{Registry: reg, Docs: docs, Cache: c, Now: clk.Now}), reg: reg, clock: clk}
+	srv := New(Config{}, Deps{Registry: reg, Docs: docs, Cache: &cfg, Now: clk.Now})
+	c = srv.Cache()
+	return &fixture{srv: srv, reg: reg, clock: clk}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/peerbatch"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -230,10 +231,10 @@ func (s *Server) cancel(c *gin.Context) {
 	s.answer(c, s.reg.Cancel(c.Param("app"), c.Param("id"), isReplication(c)))
 }
 
-// exists answers 404 unless the addressed instance is registered and visible.
+// exists answers 404 unless the addressed instance is registered and
+// visible (peerbatch.LookUp, which the replication batch applies too).
 func (s *Server) exists(c *gin.Context) bool {
-	v, ok := s.reg.Get(c.Param("app"), c.Param("id"))
-	if !ok || !s.visible(v) {
+	if err := peerbatch.LookUp(s.reg, c.Param("app"), c.Param("id"), s.now(), s.expiry); err != nil {
 		c.Status(http.StatusNotFound)
 		return false
 	}

@@ -23,6 +23,7 @@ func (a *app) newNamespaces() (*namespace.Manager[*stack], error) {
 		Max:          nc.Max,
 		SnapshotPath: a.cfg.Goreka.Snapshot.Path,
 		New:          func(name string) (*stack, error) { return a.newStack(name, a.peers()) },
+		Log:          a.log,
 	})
 }
 

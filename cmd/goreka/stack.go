@@ -82,7 +82,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		}
 	}
 	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions})
-	s.cache = cache.NewStreaming(cacheConfig(cfg, now), docs.Load)
+	cc := cacheConfig(cfg, now)
 	// One rate limiter and one set of per-client fetch limits for the
 	// process, as in Eureka (its rate limiter is global): the default
 	// stack's, which every namespace's server shares.
@@ -95,13 +95,14 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		Limiters: limiters,
 		Registry: s.reg,
 		Docs:     docs,
-		Cache:    s.cache,
+		Cache:    &cc,
 		Gate:     s.evictor,
 		Expiry:   s.evictor,
 		Status:   status,
 		Logger:   s.log.With("component", "http"),
 		Now:      now,
 	})
+	s.cache = s.srv.Cache()
 	s.srv.MountAPI(s.api)
 	if cfg.Goreka.ConsulAPI {
 		s.srv.MountConsulAPI(s.api)
@@ -119,7 +120,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		})
 	}
 
-	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats})
+	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats, Instances: s.reg.AppStatusCounts})
 	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
 	if name == namespace.Default {
 		// Process-wide, shared by every namespace: served at /metrics.

@@ -23,6 +23,11 @@ type entry struct {
 type set map[*entry]struct{}
 
 // appIndex is one application's instances and their counts by status.
+// The counts stay here beside the registry's (AppStatusCounts, which the
+// metrics read): Apps answers them as of the index's revision, with the
+// instances the same answer and the watch stream are at, and the registry
+// may already be ahead of that revision; counting them from the index's own
+// change is O(1) and takes no registry lock.
 type appIndex struct {
 	ids    map[string]*entry
 	counts map[registry.Status]int

@@ -6,9 +6,10 @@
 // server must not depend on eviction or replication.
 //
 // The instance gauge eureka_server_instances{application,status} is Spring
-// Cloud Netflix's (SC §B7). It is kept from each event's previous and new
-// status, never by scanning the registry, and a heartbeat that leaves the
-// status alone only increments a pre-bound counter: renewals are the hot path.
+// Cloud Netflix's (SC §B7). It is read at scrape time from the counts the
+// registry keeps with every change (Sources.Instances,
+// registry.AppStatusCounts), never by scanning the instances, and a
+// heartbeat only increments a pre-bound counter: renewals are the hot path.
 package metrics
 
 import (
@@ -29,6 +30,9 @@ import (
 // Sources are read at scrape time. A nil func leaves its metrics out.
 type Sources struct {
 	Cache func() cache.Stats
+	// Instances are the registry's instances per application and status
+	// (registry.Registry.AppStatusCounts): eureka_server_instances.
+	Instances func() []registry.AppStatusCount
 }
 
 // Fetch kinds, the kind label of goreka_registry_fetches_total.
@@ -48,10 +52,6 @@ type Metrics struct {
 	// r registers this set's collectors into reg with its namespace label.
 	r prometheus.Registerer
 
-	instances *prometheus.GaugeVec
-	mu        sync.Mutex
-	apps      map[string]*appCounts
-
 	registrations [2]prometheus.Counter // by replication false, true
 	renews        [2]prometheus.Counter
 	cancels       [2]prometheus.Counter
@@ -61,25 +61,6 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
-}
-
-// statuses are the indexes of appCounts.
-var statuses = [...]registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusStarting, registry.StatusOutOfService, registry.StatusUnknown}
-
-func statusIndex(s registry.Status) int {
-	for i, v := range statuses {
-		if v == s {
-			return i
-		}
-	}
-	return len(statuses) - 1 // registry validates statuses; count oddities as UNKNOWN
-}
-
-// appCounts are one application's instances per status and their bound
-// gauge children (nil while the count is zero, so the series disappears).
-type appCounts struct {
-	n [len(statuses)]int64
-	g [len(statuses)]prometheus.Gauge
 }
 
 // DefaultNamespace is the namespace label of the default namespace's
@@ -105,11 +86,7 @@ func New(src Sources) *Metrics {
 func (m *Metrics) Namespace(name string, src Sources) *Metrics { return newSet(m.reg, name, src) }
 
 func newSet(reg *prometheus.Registry, namespace string, src Sources) *Metrics {
-	m := &Metrics{reg: reg, namespace: namespace, r: prometheus.WrapRegistererWith(prometheus.Labels{"namespace": namespace}, reg), apps: make(map[string]*appCounts)}
-	m.instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "eureka_server_instances",
-		Help: "Registered instances by application and status (Spring Cloud Netflix's eureka.server.instances).",
-	}, []string{"application", "status"})
+	m := &Metrics{reg: reg, namespace: namespace, r: prometheus.WrapRegistererWith(prometheus.Labels{"namespace": namespace}, reg)}
 	repl := []string{"replication"}
 	registrations := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "goreka_registrations_total", Help: "Registrations accepted, by whether they came from a peer.",
@@ -146,7 +123,7 @@ func newSet(reg *prometheus.Registry, namespace string, src Sources) *Metrics {
 		Help:    "HTTP request latency by method and route pattern.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"method", "route"})
-	m.r.MustRegister(m.instances, registrations, renews, cancels, statusChanges, m.evictions, m.fetches,
+	m.r.MustRegister(registrations, renews, cancels, statusChanges, m.evictions, m.fetches,
 		m.httpRequests, m.httpDuration, &scrapeCollector{src: src})
 	return m
 }
@@ -213,76 +190,25 @@ func b2i(b bool) int {
 	return 0
 }
 
-// OnEvent updates the metrics for one registry change (a registry
-// listener: changes arrive in revision order, one at a time, so the
-// instance counts never dip below zero). It is O(1).
+// OnEvent counts one registry change (a registry listener). It is O(1);
+// the instance counts are the registry's (Sources.Instances).
 func (m *Metrics) OnEvent(e registry.Event) {
 	r := b2i(e.FromPeer)
-	var next registry.Status
-	if in := e.Instance(); in != nil {
-		next = in.Status
-	}
 	switch e.Kind {
 	case registry.EventRegister:
 		m.registrations[r].Inc()
-		m.move(e.App, e.Prev, next)
 	case registry.EventCancel:
 		m.cancels[r].Inc()
-		m.move(e.App, e.Prev, "")
 	case registry.EventEvict:
 		m.evictions.Inc()
-		m.move(e.App, e.Prev, "")
 	case registry.EventStatusUpdate, registry.EventDeleteStatusOverride:
 		m.statusChanges[r].Inc()
-		m.move(e.App, e.Prev, next)
-	case registry.EventStatusCorrected, registry.EventProbeStatus, registry.EventHeldStatus:
-		m.move(e.App, e.Prev, next)
 	}
 }
 
 // OnRenew counts one heartbeat: a pre-bound counter, no allocation (a
 // registry OnRenew hook; renewals are the hot path).
 func (m *Metrics) OnRenew(rn registry.Renewal) { m.renews[b2i(rn.FromPeer)].Inc() }
-
-// move takes one instance of app out of status from and into status to;
-// "" is "not registered".
-func (m *Metrics) move(app string, from, to registry.Status) {
-	if from == to {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a := m.apps[app]
-	if a == nil {
-		a = new(appCounts)
-		m.apps[app] = a
-	}
-	if from != "" {
-		m.addLocked(app, a, statusIndex(from), -1)
-	}
-	if to != "" {
-		m.addLocked(app, a, statusIndex(to), 1)
-	}
-	if a.n == [len(statuses)]int64{} {
-		delete(m.apps, app)
-	}
-}
-
-// addLocked changes one count.
-func (m *Metrics) addLocked(app string, a *appCounts, i int, d int64) {
-	a.n[i] += d
-	if a.n[i] == 0 {
-		if a.g[i] != nil {
-			m.instances.DeleteLabelValues(app, string(statuses[i]))
-			a.g[i] = nil
-		}
-		return
-	}
-	if a.g[i] == nil {
-		a.g[i] = m.instances.WithLabelValues(app, string(statuses[i]))
-	}
-	a.g[i].Set(float64(a.n[i]))
-}
 
 // Fetch counts one registry read of the given kind (FetchFull, ...).
 func (m *Metrics) Fetch(kind string) { m.fetches.WithLabelValues(kind).Inc() }

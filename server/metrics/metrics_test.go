@@ -80,9 +80,10 @@ func absent(t *testing.T, m *Metrics, name string, labels ...string) {
 // TestInstancesFromRegistryEvents drives a real registry and checks the
 // per-application, per-status gauge and the event counters against it.
 func TestInstancesFromRegistryEvents(t *testing.T) {
-	m := New(Sources{})
+	var reg *registry.Registry
+	m := New(Sources{Instances: func() []registry.AppStatusCount { return reg.AppStatusCounts() }})
 	now := time.Unix(1_700_000_000, 0)
-	reg := registry.New(registry.Options{Now: func() time.Time { return now }, OnEvent: m.OnEvent, OnRenew: m.OnRenew})
+	reg = registry.New(registry.Options{Now: func() time.Time { return now }, OnEvent: m.OnEvent, OnRenew: m.OnRenew})
 	for _, in := range []*registry.Instance{inst("A", "a1", registry.StatusUp), inst("A", "a2", registry.StatusUp), inst("B", "b1", registry.StatusStarting)} {
 		if _, err := reg.Register(in, false); err != nil {
 			t.Fatal(err)
@@ -131,8 +132,8 @@ func TestInstancesFromRegistryEvents(t *testing.T) {
 	}
 	want(t, m, 1, "goreka_evictions_total")
 	absent(t, m, "eureka_server_instances", "application", "A")
-	if len(m.apps) != 1 {
-		t.Fatalf("apps tracked = %d, want 1 (B only)", len(m.apps))
+	if got := reg.AppStatusCounts(); len(got) != 1 || got[0] != (registry.AppStatusCount{App: "B", Status: registry.StatusUp, Count: 2}) {
+		t.Fatalf("counts kept = %v, want B's 2 UP only", got)
 	}
 }
 
@@ -140,19 +141,16 @@ func TestInstancesFromRegistryEvents(t *testing.T) {
 // revision order, one at a time, so the instance gauges equal the registry's
 // own counts after concurrent writers, and never go negative on the way.
 func TestCountsFollowConcurrentWrites(t *testing.T) {
-	m := New(Sources{})
+	var reg *registry.Registry
+	m := New(Sources{Instances: func() []registry.AppStatusCount { return reg.AppStatusCounts() }})
 	var neg atomic.Bool
-	reg := registry.New(registry.Options{OnEvent: func(e registry.Event) {
+	reg = registry.New(registry.Options{OnEvent: func(e registry.Event) {
 		m.OnEvent(e)
-		m.mu.Lock()
-		for _, a := range m.apps {
-			for _, n := range a.n {
-				if n < 0 {
-					neg.Store(true)
-				}
+		for _, c := range reg.AppStatusCounts() {
+			if c.Count < 0 {
+				neg.Store(true)
 			}
 		}
-		m.mu.Unlock()
 	}})
 	statuses := []registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusOutOfService}
 	var wg sync.WaitGroup
@@ -250,8 +248,11 @@ func TestFetchAndHTTPCounters(t *testing.T) {
 // TestExposition checks the text format carries the families a scrape
 // config expects, Go runtime and process metrics included.
 func TestExposition(t *testing.T) {
-	m := New(Sources{})
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}})
+	reg := registry.New(registry.Options{})
+	m := New(Sources{Instances: reg.AppStatusCounts})
+	if _, err := reg.Register(inst("A", "a1", registry.StatusUp), false); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL)
@@ -310,12 +311,19 @@ func inst(app, id string, st registry.Status) *registry.Instance {
 // TestNamespaceSeries: another namespace's set shares the registry and the
 // metric names; every series says its namespace, the runtime's none.
 func TestNamespaceSeries(t *testing.T) {
-	m := New(Sources{})
-	dev := m.Namespace("dev", Sources{})
-	up := registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: up})
-	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "A", Lease: up})
-	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "B", Lease: up})
+	var defReg, devReg *registry.Registry
+	m := New(Sources{Instances: func() []registry.AppStatusCount { return defReg.AppStatusCounts() }})
+	dev := m.Namespace("dev", Sources{Instances: func() []registry.AppStatusCount { return devReg.AppStatusCounts() }})
+	defReg = registry.New(registry.Options{OnEvent: m.OnEvent})
+	devReg = registry.New(registry.Options{OnEvent: dev.OnEvent})
+	for _, w := range []struct {
+		reg     *registry.Registry
+		app, id string
+	}{{defReg, "A", "a1"}, {devReg, "A", "a1"}, {devReg, "B", "b1"}} {
+		if _, err := w.reg.Register(inst(w.app, w.id, registry.StatusUp), false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dev.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "test_extra", Help: "An extra collector."}, func() float64 { return 1 }))
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -338,16 +346,30 @@ func TestNamespaceSeries(t *testing.T) {
 	}
 }
 
+// instancesOf is Sources.Instances of *reg, a registry built after its
+// metric set (whose OnEvent it calls).
+func instancesOf(reg **registry.Registry) func() []registry.AppStatusCount {
+	return func() []registry.AppStatusCount { return (*reg).AppStatusCounts() }
+}
+
 // TestNamespaceHandler: another namespace's Handler (/ns/{name}/metrics)
 // serves only its own series; the default one's (/metrics) serves all.
 func TestNamespaceHandler(t *testing.T) {
-	m := New(Sources{})
-	dev := m.Namespace("dev", Sources{})
-	staging := m.Namespace("staging", Sources{})
-	up := registry.LeaseView{Instance: &registry.Instance{Status: registry.StatusUp}}
-	dev.OnEvent(registry.Event{Kind: registry.EventRegister, App: "DEVAPP", Lease: up})
-	staging.OnEvent(registry.Event{Kind: registry.EventRegister, App: "SECRETAPP", Lease: up})
-	m.OnEvent(registry.Event{Kind: registry.EventRegister, App: "DEFAPP", Lease: up})
+	var defReg, devReg, stagingReg *registry.Registry
+	m := New(Sources{Instances: instancesOf(&defReg)})
+	dev := m.Namespace("dev", Sources{Instances: instancesOf(&devReg)})
+	staging := m.Namespace("staging", Sources{Instances: instancesOf(&stagingReg)})
+	defReg = registry.New(registry.Options{OnEvent: m.OnEvent})
+	devReg = registry.New(registry.Options{OnEvent: dev.OnEvent})
+	stagingReg = registry.New(registry.Options{OnEvent: staging.OnEvent})
+	for _, w := range []struct {
+		reg *registry.Registry
+		app string
+	}{{defReg, "DEFAPP"}, {devReg, "DEVAPP"}, {stagingReg, "SECRETAPP"}} {
+		if _, err := w.reg.Register(inst(w.app, "i-1", registry.StatusUp), false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	scrape := func(m *Metrics) string {
 		rec := httptest.NewRecorder()
 		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

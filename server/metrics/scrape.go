@@ -4,8 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// scrapeCollector reads the response cache's state at scrape time: the
-// cache keeps its own counters, so copying them on every change would only
+// scrapeCollector reads the response cache's state and the registry's
+// instance counts at scrape time: both keep their own counters, so copying them on every change would only
 // add work to the hot paths. The eviction and replication collectors live in
 // their own packages (Evictor.Collector, Replicator.Collector) and are added
 // with MustRegister, so that this package, imported by server, imports
@@ -28,6 +28,7 @@ var (
 	descCacheKeys        = desc("goreka_cache_keys", "Entries in the response cache, by tier.", "tier")
 	descCacheDirty       = desc("goreka_cache_dirty_keys", "Read-only cache entries waiting for a rebuild.")
 	descCachePayloadAge  = desc("goreka_cache_payload_age_seconds", "Age of the oldest payload the cache can serve without loading.")
+	descInstances        = desc("eureka_server_instances", "Registered instances by application and status (Spring Cloud Netflix's eureka.server.instances).", "application", "status")
 	descCacheLastRebuild = desc("goreka_cache_last_rebuild_seconds", "Duration of the last refresh pass.")
 )
 
@@ -35,6 +36,7 @@ func (sc *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		descCacheHits, descCacheMisses, descCacheShared, descCacheLoadErrors, descCacheInvalidate, descCacheRebuilds,
 		descCacheRebuiltKeys, descCacheUnread, descCacheKeys, descCacheDirty, descCachePayloadAge, descCacheLastRebuild,
+		descInstances,
 	} {
 		ch <- d
 	}
@@ -46,6 +48,11 @@ func (sc *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	if f := sc.src.Instances; f != nil {
+		for _, c := range f() {
+			gauge(descInstances, float64(c.Count), c.App, string(c.Status))
+		}
 	}
 	if f := sc.src.Cache; f != nil {
 		s := f()
