@@ -47,13 +47,15 @@ type Config struct {
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
 // per-type discovery services over gRPC, for every namespace attached.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	xds    serverv3.Server
-	grpc   *grpc.Server
+	cfg       Config
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	xds       serverv3.Server
+	grpc      *grpc.Server
+	addr      net.Addr
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	spaces  map[string]*space
@@ -91,26 +93,30 @@ func New(cfg Config) *Server {
 }
 
 // Attach serves namespace name from reg: the server subscribes to reg's
-// change stream and keeps the namespace's resources until Close. Attaching
-// a name twice is an error.
-func (s *Server) Attach(name string, reg *registry.Registry) error {
+// change stream and keeps the namespace's resources until Close. A name
+// already attached is left as it is (logged). On a nil Server it does
+// nothing (xDS disabled).
+func (s *Server) Attach(name string, reg *registry.Registry) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	sp := s.spaces[name]
 	if sp == nil {
 		sp = &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
 		s.spaces[name] = sp
 	}
-	if sp.attached {
-		s.mu.Unlock()
-		return fmt.Errorf("xds: namespace %q attached twice", name)
-	}
+	again := sp.attached
 	sp.attached = true
 	s.mu.Unlock()
+	if again {
+		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
+		return
+	}
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing.
 	sub := reg.Subscribe(s.cfg.Buffer)
 	s.wg.Go(func() { s.feed(sp, reg, sub) })
-	return nil
 }
 
 // group returns the group of node n. A node of a namespace that is not
@@ -215,12 +221,16 @@ func (s *Server) Register(gs *grpc.Server) {
 	listenerservice.RegisterListenerDiscoveryServiceServer(gs, s.xds)
 }
 
-// Start listens on addr (host:port) and serves gRPC until Close. It returns
-// the listener's error, so that a taken port fails start-up.
-func (s *Server) Start(addr string) (net.Addr, error) {
+// Start listens on addr (host:port) and serves gRPC until ctx is done or
+// Close is called. It returns the listener's error, so that a taken port
+// fails start-up. On a nil Server it does nothing.
+func (s *Server) Start(ctx context.Context, addr string) error {
+	if s == nil {
+		return nil
+	}
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("xds: %w", err)
+		return fmt.Errorf("xds: %w", err)
 	}
 	s.grpc = grpc.NewServer(
 		// xDS streams live long and are quiet between changes: let clients
@@ -230,27 +240,50 @@ func (s *Server) Start(addr string) (net.Addr, error) {
 		grpc.MaxConcurrentStreams(1000),
 	)
 	s.Register(s.grpc)
+	s.addr = lis.Addr()
 	s.wg.Go(func() {
 		if err := s.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.log.Error("xds server", "err", err)
 		}
 	})
-	s.log.Info("xds server listening", "address", lis.Addr().String())
-	return lis.Addr(), nil
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.ctx.Done():
+		}
+	}()
+	s.log.Info("xds server listening", "address", s.addr.String())
+	return nil
 }
 
-// Close stops serving (open streams end) and the namespaces' feeders.
+// Addr is the address Start listens on (nil before Start).
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Close stops serving (open streams end) and the namespaces' feeders. It
+// may be called more than once; on a nil Server it does nothing.
 func (s *Server) Close() {
-	s.cancel()
-	if s.grpc != nil {
-		s.grpc.Stop()
+	if s == nil {
+		return
 	}
+	s.closeOnce.Do(func() {
+		s.cancel()
+		if s.grpc != nil {
+			s.grpc.Stop()
+		}
+	})
 	s.wg.Wait()
 }
 
 // Collector returns the server's metrics: goreka_xds_clients{kind,namespace},
-// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type}.
-func (s *Server) Collector() prometheus.Collector { return collectors{s.clients, s.pushes, s.nacks} }
+// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type}. A nil
+// Server's collects nothing.
+func (s *Server) Collector() prometheus.Collector {
+	if s == nil {
+		return collectors{}
+	}
+	return collectors{s.clients, s.pushes, s.nacks}
+}
 
 type collectors []prometheus.Collector
 

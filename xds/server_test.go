@@ -11,6 +11,7 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/goreka/goreka/registry"
@@ -46,9 +47,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 		f.cond.Broadcast()
 	}
 	t.Cleanup(f.s.Close)
-	if err := f.s.Attach("default", f.reg); err != nil {
-		t.Fatal(err)
-	}
+	f.s.Attach("default", f.reg)
 	return f
 }
 
@@ -155,14 +154,13 @@ func TestGroupsPerNamespaceKindAndZone(t *testing.T) {
 		t.Error("a node of a namespace that is not attached was served")
 	}
 	reg2 := registry.New(registry.Options{})
-	if err := f.s.Attach("team-a", reg2); err != nil {
-		t.Fatal(err)
-	}
+	f.s.Attach("team-a", reg2)
 	if g := f.s.mustGroup(t, node("pod-7", NodeNamespace, "team-a")); g == a {
 		t.Error("namespace team-a shares the default namespace's group")
 	}
-	if err := f.s.Attach("team-a", reg2); err == nil {
-		t.Error("attaching a namespace twice succeeded")
+	f.s.Attach("team-a", registry.New(registry.Options{})) // logged, ignored
+	if g := f.s.mustGroup(t, node("pod-8", NodeNamespace, "team-a")); g != f.s.mustGroup(t, node("pod-7", NodeNamespace, "team-a")) {
+		t.Error("attaching team-a again replaced its groups")
 	}
 }
 
@@ -309,5 +307,17 @@ func TestResyncAfterLag(t *testing.T) {
 	}
 	if n := len(cla.GetEndpoints()[0].GetLbEndpoints()); n != 20 {
 		t.Errorf("after resynchronising: %d endpoints, want 20", n)
+	}
+}
+
+func TestNilServerDoesNothing(t *testing.T) {
+	var s *Server // goreka.xds.enabled false
+	s.Attach("default", registry.New(registry.Options{}))
+	if err := s.Start(t.Context(), "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := testutil.CollectAndCount(s.Collector()); n != 0 {
+		t.Errorf("a nil server collected %d metrics", n)
 	}
 }
