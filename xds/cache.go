@@ -107,6 +107,12 @@ type space struct {
 	attached bool
 }
 
+// maxGroups bounds the groups of a namespace: the zone is the node's
+// claim, so that clients naming ever new zones cannot make the server build
+// ever more groups. Past it a new zone shares the zone-less group (no
+// priorities) instead.
+const maxGroups = 64
+
 // groupFor returns the group of k, building it from the index the first
 // time.
 func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
@@ -114,6 +120,12 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 	defer sp.mu.Unlock()
 	if g := sp.groups[k]; g != nil {
 		return g
+	}
+	if k.zone != "" && len(sp.groups) >= maxGroups {
+		k.zone = ""
+		if g := sp.groups[k]; g != nil {
+			return g
+		}
 	}
 	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*cachev3.LinearCache{}, present: map[string]bool{}}
 	init := map[string]map[string]types.Resource{}

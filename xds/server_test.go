@@ -2,6 +2,7 @@ package xds
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -149,6 +150,20 @@ func TestGroupsPerNamespaceKindAndZone(t *testing.T) {
 	zoned.Locality = &core.Locality{Zone: "z1"}
 	if g := f.s.mustGroup(t, zoned); g == a {
 		t.Error("a node in zone z1 shares the zone-less group (its priorities differ)")
+	}
+	for i := range maxGroups + 10 {
+		n := node("many")
+		n.Locality = &core.Locality{Zone: "zone-" + strconv.Itoa(i)}
+		f.s.mustGroup(t, n)
+	}
+	f.s.mu.Lock()
+	sp := f.s.spaces["default"]
+	f.s.mu.Unlock()
+	sp.mu.Lock()
+	groups := len(sp.groups)
+	sp.mu.Unlock()
+	if groups > maxGroups+1 {
+		t.Errorf("%d groups after nodes named %d zones, want at most %d", groups, maxGroups+10, maxGroups+1)
 	}
 	if _, err := f.s.group(node("pod-7", NodeNamespace, "team-a")); err == nil {
 		t.Error("a node of a namespace that is not attached was served")
