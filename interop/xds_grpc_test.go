@@ -204,10 +204,11 @@ func TestGRPCGoResolvesThroughXDS(t *testing.T) {
 	}
 	c := startClient(t, srv.Addr().String())
 
-	// Spread: equal weights share the calls. grpc-go's locality picking is
-	// a weighted round robin, so a batch splits close to 50/50 once both
-	// backends are connected; batches are repeated (bounded) only while
-	// the second one connects on a slow machine.
+	// Spread: equal weights share the calls. grpc-go picks a locality at
+	// random by weight (weighted_target), so 100 calls split 50 +- 5 (one
+	// standard deviation); each >= 30 is 4 deviations out. Batches are
+	// repeated (bounded) while the second backend connects on a slow
+	// machine.
 	c.until(100, 20*time.Second, func(t tally) bool {
 		return t.Errors == 0 && t.Backends["a"] >= 30 && t.Backends["b"] >= 30
 	})
@@ -220,6 +221,8 @@ func TestGRPCGoResolvesThroughXDS(t *testing.T) {
 		}
 	}
 	c.until(100, 20*time.Second, func(t tally) bool { return t.Backends["b"] <= 15 })
+	// 1000 random picks at 0.9: 900 +- 9.5 (one standard deviation), so
+	// the tolerance of +- 50 is more than 5 deviations.
 	split := c.call(1000)
 	t.Logf("1000 calls at weights 90/10: %v", split.Backends)
 	if a, b := split.Backends["a"], split.Backends["b"]; split.Errors > 0 || a < 850 || a > 950 || a+b != 1000 {
