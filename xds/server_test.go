@@ -9,10 +9,12 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/goreka/goreka/registry"
@@ -334,5 +336,40 @@ func TestNilServerDoesNothing(t *testing.T) {
 	s.Close()
 	if n := testutil.CollectAndCount(s.Collector()); n != 0 {
 		t.Errorf("a nil server collected %d metrics", n)
+	}
+}
+
+func TestClientsPushesAndNACKsAreCounted(t *testing.T) {
+	f := newFixture(t, Config{})
+	cb := f.s.callbacks()
+	g := grpcNode("g-1")
+	g.Metadata, _ = structpb.NewStruct(map[string]any{NodeNamespace: "default"})
+	for _, req := range []*discovery.DiscoveryRequest{
+		{Node: g, TypeUrl: resource.ListenerType, ResourceNames: []string{"echo"}},
+		{Node: g, TypeUrl: resource.ListenerType, ResourceNames: []string{"echo"}, VersionInfo: "v1", ResponseNonce: "1",
+			ErrorDetail: &statuspb.Status{Code: 3, Message: "listener echo: no router filter"}},
+	} {
+		if err := cb.OnStreamRequest(1, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cb.OnStreamRequest(2, &discovery.DiscoveryRequest{Node: node("e-1"), TypeUrl: resource.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	cb.OnStreamResponse(t.Context(), 2, nil, &discovery.DiscoveryResponse{TypeUrl: resource.ClusterType})
+
+	if v := testutil.ToFloat64(f.s.clients.WithLabelValues("grpc", "default")); v != 1 {
+		t.Errorf("gRPC clients %v, want 1 (one stream, two requests)", v)
+	}
+	if v := testutil.ToFloat64(f.s.nacks.WithLabelValues("lds")); v != 1 {
+		t.Errorf("lds NACKs %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(f.s.pushes.WithLabelValues("cds")); v != 1 {
+		t.Errorf("cds pushes %v, want 1", v)
+	}
+	cb.OnStreamClosed(1, g)
+	cb.OnStreamClosed(2, node("e-1"))
+	if v := testutil.ToFloat64(f.s.clients.WithLabelValues("grpc", "default")) + testutil.ToFloat64(f.s.clients.WithLabelValues("envoy", "default")); v != 0 {
+		t.Errorf("clients after both streams closed: %v, want 0", v)
 	}
 }
