@@ -44,6 +44,9 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 		return
 	}
 	x.rev = e.Revision
+	if !e.Changed {
+		return // nothing a read returns changed: nothing to resend
+	}
 	k := instKey{strings.ToUpper(e.App), e.ID}
 	if e.Kind.Removal() {
 		x.put(k, nil, touched)

@@ -240,6 +240,11 @@ func TestChangeResendsOnlyItsApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
+	// A status update to the status A already has changes nothing.
+	if err := f.reg.StatusUpdate("A", "a1", registry.StatusUp, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
 	select {
 	case r := <-ch:
 		t.Fatalf("answer without a change: %v", deltaNames(t, r))
