@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -64,6 +65,8 @@ type Server struct {
 	// synced, when set (tests), is called after each update of a
 	// namespace's resources with the revision they are at.
 	synced func(ns string, rev int64)
+	// resyncs counts resynchronisations after a *registry.LaggedError.
+	resyncs atomic.Int64
 
 	clients *prometheus.GaugeVec
 	pushes  *prometheus.CounterVec
@@ -152,6 +155,7 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 			sub.Close()
 			return
 		}
+		s.resyncs.Add(1)
 		s.log.Warn("xds fell behind the change stream; resynchronising", "namespace", sp.name, "err", sub.Err())
 		sub = reg.Subscribe(s.cfg.Buffer)
 	}

@@ -330,6 +330,9 @@ func TestResyncAfterLag(t *testing.T) {
 	if n := len(cla.GetEndpoints()[0].GetLbEndpoints()); n != 20 {
 		t.Errorf("after resynchronising: %d endpoints, want 20", n)
 	}
+	if f.s.resyncs.Load() == 0 {
+		t.Error("the subscription never lagged: the test did not exercise the resynchronisation")
+	}
 }
 
 func TestNilServerDoesNothing(t *testing.T) {
