@@ -17,6 +17,7 @@ import (
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/metrics"
+	"github.com/goreka/goreka/xds"
 )
 
 // app is one goreka server: registry, cache, eviction, replication and HTTP,
@@ -36,6 +37,7 @@ type app struct {
 	metrics *metrics.Metrics // the process's metric set, served at /metrics
 	http    *http.Server
 	me      replication.SelfInfo
+	xds     *xds.Server // nil (serving nothing) unless goreka.xds.enabled
 
 	// defaultPeers is the default namespace's peer list (applyPeers), from
 	// which every namespace's comes.
@@ -59,7 +61,7 @@ var (
 // URL it cannot use. It only wires: each package's settings come from one
 // mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now()}
+	a := &app{cfg: cfg, log: log, now: now, started: now(), xds: xdsServer(cfg, log)}
 
 	self := selfInfo(cfg)
 	a.me = self
@@ -119,6 +121,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	// The namespaces configured or restored at start-up start here; those
 	// created later start when they are created.
 	a.startNamespaces(ctx, replCtx, &wg, &replWG)
+	if err := a.xds.Start(ctx, a.cfg.Goreka.XDS.Listen()); err != nil {
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() {

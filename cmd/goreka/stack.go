@@ -62,6 +62,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
 	}
 	s.reg = registry.New(ro)
+	a.xds.Attach(name, s.reg)              // follows the change stream from here, restore included
 	s.api = api.New(s.reg, apiConfig(now)) // before any write: its index starts from the empty registry
 	if p := namespace.SnapshotPath(cfg.Goreka.Snapshot.Path, name); p != "" {
 		sc := snapshotConfig(cfg, now, s.log)
@@ -125,6 +126,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	if name == namespace.Default {
 		// Process-wide, shared by every namespace: served at /metrics.
 		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
+		s.metrics.Registry().MustRegister(a.xds.Collector()) // unwrapped: its series carry their own namespace
 	}
 	if s.regions.Set.Len() > 0 {
 		s.metrics.MustRegister(s.regions.Set.Collector())

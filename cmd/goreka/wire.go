@@ -19,7 +19,16 @@ import (
 	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
+	"github.com/goreka/goreka/xds"
 )
+
+// xdsServer maps goreka.xds.*: nil, which serves nothing, when disabled.
+func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
+	if x := cfg.Goreka.XDS; x.Enabled {
+		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")})
+	}
+	return nil
+}
 
 // One function per package maps goreka's configuration onto that
 // package's settings, so that newApp only wires and each mapping can be

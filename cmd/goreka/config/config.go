@@ -189,7 +189,21 @@ type GorekaConfig struct {
 	StaticInstances []StaticInstance
 	FetchLimit      FetchLimitConfig
 	Namespaces      NamespacesConfig
+	XDS             XDSConfig
 }
+
+// XDSConfig holds goreka.xds.*: the xDS server for Envoy and proxyless gRPC
+// (package xds).
+type XDSConfig struct {
+	Enabled         bool   // goreka.xds.enabled
+	Port            int    // goreka.xds.port
+	Address         string // goreka.xds.address; defaults to server.address
+	ZonePriority    bool   // goreka.xds.zone-priority
+	HeldAsUnhealthy bool   // goreka.xds.held-as-unhealthy
+}
+
+// Listen is the host:port the xDS server binds.
+func (x XDSConfig) Listen() string { return net.JoinHostPort(x.Address, strconv.Itoa(x.Port)) }
 
 // NamespacesConfig holds goreka.namespaces.*: which /ns/{name}/ registries
 // may exist beside the default one, and their limits.

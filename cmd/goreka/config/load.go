@@ -348,6 +348,10 @@ func finish(c *Config, workDir string, h host, errs *[]error) {
 			}
 		}
 	}
+	if !c.IsSet("goreka.xds.address") {
+		c.Goreka.XDS.Address = c.Server.Address
+		derived("goreka.xds.address", c.Server.Address, "server.address")
+	}
 	if c.Goreka.Peers.Port == 0 {
 		c.Goreka.Peers.Port = c.Server.Port
 		derived("goreka.peers.port", strconv.Itoa(c.Server.Port), "server.port")

@@ -1,0 +1,237 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/log"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/goreka/goreka/namespace"
+)
+
+// Node metadata keys goreka reads.
+const (
+	// NodeNamespace selects the namespace a node sees (default otherwise).
+	NodeNamespace = "goreka.namespace"
+	// NodeClient overrides the client kind: "grpc" or "envoy".
+	NodeClient = "goreka.client"
+)
+
+// served are the types every group answers; other types get an empty
+// cache of their own, so that a request for them is answered with nothing
+// instead of ending an ADS stream.
+var served = []string{resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType}
+
+// groupKey is what the resources a node gets depend on. Nodes with the same
+// key share one set of caches: resources are built per group, never per
+// node (node.id is unique per pod).
+type groupKey struct {
+	ns   string
+	kind Kind
+	zone string // the node's zone when zone priority applies, else ""
+}
+
+func (k groupKey) String() string {
+	return fmt.Sprintf("%s/%s/%s", k.ns, k.kind, k.zone)
+}
+
+// keyOf works out a node's group.
+func keyOf(n *core.Node, zonePriority bool) groupKey {
+	md := n.GetMetadata().GetFields()
+	k := groupKey{ns: md[NodeNamespace].GetStringValue(), kind: kindOf(n)}
+	if k.ns == "" {
+		k.ns = namespace.Default
+	}
+	if zonePriority {
+		k.zone = n.GetLocality().GetZone()
+	}
+	return k
+}
+
+// kindOf tells a proxyless gRPC client (grpc-go sends user_agent_name
+// "gRPC Go", grpc-java "gRPC Java", grpcio "gRPC Python") from Envoy; node
+// metadata goreka.client overrides.
+func kindOf(n *core.Node) Kind {
+	switch strings.ToLower(n.GetMetadata().GetFields()[NodeClient].GetStringValue()) {
+	case "grpc":
+		return GRPC
+	case "envoy":
+		return Envoy
+	}
+	if strings.Contains(strings.ToLower(n.GetUserAgentName()), "grpc") {
+		return GRPC
+	}
+	return Envoy
+}
+
+// group is the caches of one groupKey: one LinearCache per type, so that a
+// change resends only the resources it touched, and a request naming some
+// resources (a gRPC client names the one listener it needs) is answered
+// with those, whatever else exists.
+type group struct {
+	key    groupKey
+	opts   buildOptions
+	mu     sync.Mutex // guards caches' map (not the caches, which lock themselves)
+	caches map[string]*cachev3.LinearCache
+	// present is the names that have a cluster (and, for gRPC, a listener
+	// and route), to delete them when their last instance goes. Guarded by
+	// the namespace's lock.
+	present map[string]bool
+}
+
+func (g *group) cache(typeURL string) *cachev3.LinearCache {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.caches[typeURL]
+	if c == nil {
+		c = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger))
+		g.caches[typeURL] = c
+	}
+	return c
+}
+
+// space is one namespace: its index, fed from its registry's change stream,
+// and its groups.
+type space struct {
+	name     string
+	mu       sync.Mutex
+	idx      *index
+	groups   map[groupKey]*group
+	attached bool
+}
+
+// maxGroups bounds the groups of a namespace: the zone is the node's
+// claim, so that clients naming ever new zones cannot make the server build
+// ever more groups. Past it a new zone shares the zone-less group (no
+// priorities) instead.
+const maxGroups = 64
+
+// groupFor returns the group of k, building it from the index the first
+// time.
+func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if g := sp.groups[k]; g != nil {
+		return g
+	}
+	if k.zone != "" && len(sp.groups) >= maxGroups {
+		k.zone = ""
+		if g := sp.groups[k]; g != nil {
+			return g
+		}
+	}
+	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*cachev3.LinearCache{}, present: map[string]bool{}}
+	init := map[string]map[string]types.Resource{}
+	for _, t := range served {
+		init[t] = map[string]types.Resource{}
+	}
+	for name := range sp.idx.byName {
+		r := build(name, sp.idx.views(name), g.opts)
+		r.into(init, name)
+		if r.cluster != nil {
+			g.present[name] = true
+		}
+	}
+	for _, t := range served {
+		g.caches[t] = cachev3.NewLinearCache(t, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init[t]))
+	}
+	sp.groups[k] = g
+	return g
+}
+
+// into adds r's resources to m, by type URL.
+func (r resources) into(m map[string]map[string]types.Resource, name string) {
+	m[resource.EndpointType][name] = r.cla
+	if r.cluster != nil {
+		m[resource.ClusterType][name] = r.cluster
+	}
+	if r.listener != nil {
+		m[resource.ListenerType][name] = r.listener
+		m[resource.RouteType][name] = r.route
+	}
+}
+
+// push rebuilds the touched names in every group and hands each cache the
+// resources that changed. The caller holds sp.mu.
+func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
+	for _, g := range sp.groups {
+		upd := map[string]map[string]types.Resource{}
+		for _, t := range served {
+			upd[t] = map[string]types.Resource{}
+		}
+		var del []string
+		for name := range touched {
+			r := build(name, sp.idx.views(name), g.opts)
+			r.into(upd, name)
+			if r.cluster == nil && g.present[name] {
+				del = append(del, name)
+				delete(g.present, name)
+			} else if r.cluster != nil {
+				g.present[name] = true
+			}
+		}
+		for _, t := range served {
+			// An assignment is never deleted: an empty one replaces it (see build).
+			var d []string
+			if t == resource.ClusterType || g.key.kind == GRPC && t != resource.EndpointType {
+				d = del
+			}
+			if len(upd[t]) == 0 && len(d) == 0 {
+				continue
+			}
+			err = errors.Join(err, g.cache(t).UpdateResources(upd[t], d))
+		}
+	}
+	return err
+}
+
+// versionPrefix makes versions of this process differ from a previous
+// one's: a client reconnecting after a restart with an old version is sent
+// everything again (the linear cache answers any version without its prefix).
+var versionPrefix = "goreka-" + processID() + "-"
+
+// router is the cache.Cache the xDS server runs on: it sends each request
+// to the cache of its node's group and type.
+type router struct{ s *Server }
+
+var _ cachev3.Cache = router{}
+
+func (rt router) cacheOf(n *core.Node, typeURL string) (*cachev3.LinearCache, error) {
+	g, err := rt.s.group(n)
+	if err != nil {
+		return nil, err
+	}
+	return g.cache(typeURL), nil
+}
+
+func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
+	c, err := rt.cacheOf(req.GetNode(), req.GetTypeUrl())
+	if err != nil {
+		return nil, err
+	}
+	return c.CreateWatch(req, sub, ch)
+}
+
+func (rt router) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+	c, err := rt.cacheOf(req.GetNode(), req.GetTypeUrl())
+	if err != nil {
+		return nil, err
+	}
+	return c.CreateDeltaWatch(req, sub, ch)
+}
+
+// Fetch is the REST form, not served yet.
+func (rt router) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+	return nil, errors.New("xds: REST fetch is not implemented")
+}
+
+// nopLogger silences the caches' per-watch chatter; goreka logs what
+// matters (NACKs, clients) from the server's callbacks.
+var nopLogger log.Logger = log.LoggerFuncs{}

@@ -1,0 +1,50 @@
+// Package xds serves the registry to Envoy and to proxyless gRPC clients
+// (grpc-go, grpc-java, grpcio resolving xds:///name) over the xDS protocol.
+//
+// Every application is published under its lower-cased name and under each
+// of its VIP address pieces: a cluster (EDS, fed over ADS), its
+// ClusterLoadAssignment, and, for gRPC clients only, the api_listener
+// Listener named exactly as the target and its RouteConfiguration. Envoy
+// nodes get clusters and endpoints only; the two kinds never see each
+// other's listeners. Statuses map to health (UP healthy; DOWN and STARTING
+// unhealthy; OUT_OF_SERVICE draining; UNKNOWN unknown), metadata zone (else
+// the AWS availability zone) is the locality, metadata weight (1-128) the
+// endpoint weight, and every metadata entry is put under
+// filter_metadata["envoy.lb"] for Envoy's subset load balancer.
+//
+// Why it is built this way:
+//
+//   - The protocol is go-control-plane's (github.com/envoyproxy/go-control-plane):
+//     the reference implementation of the xDS server side, with state of
+//     the world, delta and ADS, used by the projects around Envoy. goreka
+//     supplies the cache it serves from (router): writing the protocol's
+//     nonce, ACK and NACK handling again would be a second, less tested copy.
+//   - Resources are built per group, never per node: a group is (namespace,
+//     client kind, the node's zone when zone priority applies). node.id is
+//     unique per pod, so per-node snapshots (the default IDHash) would build
+//     the same resources once per client. Nodes pick a namespace with
+//     metadata goreka.namespace=NAME (default otherwise); the kind is gRPC
+//     when the node's user_agent_name says gRPC (grpc-go sends "gRPC Go"),
+//     Envoy otherwise; metadata goreka.client=grpc|envoy overrides.
+//   - Each group keeps one go-control-plane LinearCache per resource type,
+//     not a snapshot: a change rebuilds and resends only the names of the
+//     application it touched, and a request naming one resource (a gRPC
+//     client asks for the one listener it needs) is answered with it,
+//     which the snapshot cache in ADS mode does not do while the snapshot
+//     holds other resources of that type.
+//   - Each attached namespace is fed from its registry's ordered change
+//     stream (registry.Subscribe), as the read API's index is: a view at
+//     subscription, then the events in revision order, batched while they
+//     queue; a *registry.LaggedError makes it resubscribe and rebuild from a
+//     new view. No reader polls the registry.
+//   - gRPC clients get one locality per instance (sub_zone = instance id):
+//     grpc-go's round_robin ignores endpoint weights, and only locality
+//     weights split its traffic, so that weights 90/10 give 90/10. Envoy
+//     gets one locality per zone with weighted endpoints. Priorities run
+//     0, 1 without gaps (grpc-go rejects a gap): the node's zone is 0 and
+//     the others 1 only when the node's zone has endpoints.
+//   - An application whose last instance goes loses its cluster (and
+//     listener), but keeps an empty ClusterLoadAssignment: state-of-the-world
+//     EDS cannot say "deleted", and an Envoy that declared the cluster itself
+//     must learn that it has no endpoints rather than keep the old ones.
+package xds

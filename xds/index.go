@@ -1,0 +1,115 @@
+package xds
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/goreka/goreka/registry"
+)
+
+type instKey struct{ app, id string }
+
+// index is a namespace's instances as of a revision, with the names each
+// one is reachable under: its lower-cased application name and each of its
+// VIP address pieces. A name's endpoints are the union of the instances
+// reachable under it, so an application ORDERS with VIP orders (Spring's
+// default) is one name, and a VIP shared by two applications spans both.
+// It is kept by one goroutine (the namespace's feeder) and read under the
+// namespace's lock.
+type index struct {
+	rev    int64
+	insts  map[instKey]registry.LeaseView
+	byName map[string]map[instKey]struct{}
+}
+
+func newIndex() *index {
+	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}}
+}
+
+// namesOf returns the names in is reachable under, without duplicates.
+func namesOf(in *registry.Instance) []string {
+	out := []string{strings.ToLower(in.App)}
+	for p := range registry.VIPPieces(in.VIPAddress) {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// apply records one change and adds the names whose endpoints it may have
+// changed to touched.
+func (x *index) apply(e registry.Event, touched map[string]struct{}) {
+	if e.Revision <= x.rev {
+		return
+	}
+	x.rev = e.Revision
+	if !e.Changed {
+		return // nothing a read returns changed: nothing to resend
+	}
+	k := instKey{strings.ToUpper(e.App), e.ID}
+	if e.Kind.Removal() {
+		x.put(k, nil, touched)
+		return
+	}
+	x.put(k, e.Lease.Instance, touched)
+	if e.Lease.Instance != nil {
+		x.insts[k] = e.Lease
+	}
+}
+
+// put moves k from the names of its stored instance to those of in (nil:
+// removes it), adding both to touched. The caller stores the lease.
+func (x *index) put(k instKey, in *registry.Instance, touched map[string]struct{}) {
+	if old, ok := x.insts[k]; ok {
+		for _, n := range namesOf(old.Instance) {
+			touched[n] = struct{}{}
+			if s := x.byName[n]; s != nil {
+				delete(s, k)
+				if len(s) == 0 {
+					delete(x.byName, n)
+				}
+			}
+		}
+		delete(x.insts, k)
+	}
+	if in == nil {
+		return
+	}
+	for _, n := range namesOf(in) {
+		touched[n] = struct{}{}
+		s := x.byName[n]
+		if s == nil {
+			s = map[instKey]struct{}{}
+			x.byName[n] = s
+		}
+		s[k] = struct{}{}
+	}
+}
+
+// reset replaces the contents with a view and adds every name of before
+// and after to touched (a resynchronisation resends what may have changed).
+func (x *index) reset(view *registry.Applications, touched map[string]struct{}) {
+	for n := range x.byName {
+		touched[n] = struct{}{}
+	}
+	*x = *newIndex()
+	x.rev = view.Revision
+	for _, app := range view.Apps {
+		for _, v := range app.Instances {
+			k := instKey{strings.ToUpper(app.Name), v.Instance.ID()}
+			x.put(k, v.Instance, touched)
+			x.insts[k] = v
+		}
+	}
+}
+
+// views returns the instances reachable under name.
+func (x *index) views(name string) []registry.LeaseView {
+	s := x.byName[name]
+	out := make([]registry.LeaseView, 0, len(s))
+	for k := range s {
+		out = append(out, x.insts[k])
+	}
+	return out
+}

@@ -1,0 +1,343 @@
+package xds
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttp "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// Kind is the kind of xDS client a node is: the two kinds get differently
+// shaped resources and never share a group.
+type Kind uint8
+
+// The client kinds.
+const (
+	// Envoy gets clusters and endpoints only: its listeners and routes are
+	// the user's (or another control plane's).
+	Envoy Kind = iota
+	// GRPC is a proxyless gRPC client (grpc-go, grpc-java, grpcio): it also
+	// gets an api_listener Listener and a RouteConfiguration per name, and
+	// endpoints on the gRPC port.
+	GRPC
+)
+
+func (k Kind) String() string {
+	if k == GRPC {
+		return "grpc"
+	}
+	return "envoy"
+}
+
+// Metadata keys goreka reads from instances.
+const (
+	// MetaGRPCPort is the grpc-spring convention for an instance's gRPC port.
+	MetaGRPCPort = "gRPC_port"
+	// MetaGRPCPortLegacy is grpc-spring's older spelling.
+	MetaGRPCPortLegacy = "gRPC.port"
+	// MetaZone is Spring Cloud's zone key (eureka.instance.metadata-map.zone).
+	MetaZone = "zone"
+	// MetaWeight is the endpoint weight, 1 to 128.
+	MetaWeight = "weight"
+)
+
+// lbMetadataKey is the filter_metadata key Envoy's subset load balancer reads.
+const lbMetadataKey = "envoy.lb"
+
+// routerFilter is the name of the HTTP router filter; gRPC clients need it
+// last in the HttpConnectionManager's filters (an empty list is rejected).
+const routerFilter = "envoy.filters.http.router"
+
+// buildOptions are the settings that shape resources, per group.
+type buildOptions struct {
+	kind Kind
+	// zone is the node's own zone when zone priority applies ("" = none:
+	// every locality has priority 0).
+	zone string
+	// heldAsUnhealthy keeps a lease that goreka serves as DOWN only because
+	// self-preservation holds it UNHEALTHY; false serves it as the UP the
+	// instance last claimed.
+	heldAsUnhealthy bool
+}
+
+// resources is what one name resolves to for one group.
+type resources struct {
+	cluster  *cluster.Cluster
+	cla      *endpoint.ClusterLoadAssignment
+	listener *listener.Listener        // gRPC only
+	route    *route.RouteConfiguration // gRPC only
+}
+
+// build returns the resources of name over its instances (any order). An
+// empty instance list gives only an empty ClusterLoadAssignment: the name
+// has no cluster (nor listener) any more, but an EDS-only Envoy that
+// declared the cluster itself is told that it has no endpoints.
+func build(name string, views []registry.LeaseView, o buildOptions) resources {
+	out := resources{cla: assignment(name, views, o)}
+	if len(views) == 0 {
+		return out
+	}
+	out.cluster = edsCluster(name, views, o)
+	if o.kind == GRPC {
+		out.listener = apiListener(name)
+		out.route = routeConfig(name)
+	}
+	return out
+}
+
+func adsSource() *core.ConfigSource {
+	return &core.ConfigSource{
+		ResourceApiVersion:    core.ApiVersion_V3,
+		ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+	}
+}
+
+// edsCluster is an EDS cluster fed over ADS, with HTTP/2 when its instances
+// serve gRPC (Envoy only: proxyless clients speak HTTP/2 anyway).
+func edsCluster(name string, views []registry.LeaseView, o buildOptions) *cluster.Cluster {
+	c := &cluster.Cluster{
+		Name:                 name,
+		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+		EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: adsSource()},
+		ConnectTimeout:       durationpb.New(5 * time.Second),
+		LbPolicy:             cluster.Cluster_ROUND_ROBIN,
+	}
+	if o.kind == Envoy && slices.ContainsFunc(views, func(v registry.LeaseView) bool { return grpcPort(v.Instance) > 0 }) {
+		opts, err := anypb.New(&upstreamhttp.HttpProtocolOptions{
+			UpstreamProtocolOptions: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_{
+				ExplicitHttpConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig{
+					ProtocolConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
+						Http2ProtocolOptions: &core.Http2ProtocolOptions{},
+					},
+				},
+			},
+		})
+		if err == nil { // marshalling a well-formed message does not fail
+			c.TypedExtensionProtocolOptions = map[string]*anypb.Any{
+				"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": opts,
+			}
+		}
+	}
+	return c
+}
+
+// apiListener is the Listener a proxyless gRPC client resolves xds:///name
+// with: an api_listener whose HttpConnectionManager takes its routes from
+// RDS over ADS and ends with the router filter.
+func apiListener(name string) *listener.Listener {
+	routerAny, _ := anypb.New(&routerv3.Router{})
+	m, _ := anypb.New(&hcm.HttpConnectionManager{
+		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
+			ConfigSource:    adsSource(),
+			RouteConfigName: name,
+		}},
+		HttpFilters: []*hcm.HttpFilter{{
+			Name:       routerFilter,
+			ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerAny},
+		}},
+	})
+	return &listener.Listener{Name: name, ApiListener: &listener.ApiListener{ApiListener: m}}
+}
+
+// routeConfig sends every call of the listener name to the cluster name.
+// The route configuration belongs to that one listener, so its virtual
+// host matches any authority.
+func routeConfig(name string) *route.RouteConfiguration {
+	return &route.RouteConfiguration{
+		Name: name,
+		VirtualHosts: []*route.VirtualHost{{
+			Name:    name,
+			Domains: []string{"*"},
+			Routes: []*route.Route{{
+				Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: ""}},
+				Action: &route.Route_Route{Route: &route.RouteAction{
+					ClusterSpecifier: &route.RouteAction_Cluster{Cluster: name},
+				}},
+			}},
+		}},
+	}
+}
+
+// assignment builds the ClusterLoadAssignment of name. Envoy gets one
+// locality per zone, the endpoints weighted (its ROUND_ROBIN honours
+// endpoint weights); a gRPC client gets one locality per instance (sub_zone
+// = the instance id), because grpc-go's round_robin ignores endpoint
+// weights and only the weights of localities split its traffic. Either way
+// a locality's weight is the sum of its endpoints' weights, never 0.
+func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoint.ClusterLoadAssignment {
+	type loc struct {
+		zone, sub string
+		weight    uint32
+		eps       []*endpoint.LbEndpoint
+	}
+	locs := map[[2]string]*loc{}
+	for _, v := range views {
+		in := v.Instance
+		port := servingPort(in, o.kind)
+		if in.IPAddr == "" || port <= 0 {
+			continue // EDS endpoints are IP literals with a port
+		}
+		w := weight(in)
+		zone := zoneOf(in)
+		k := [2]string{zone, ""}
+		if o.kind == GRPC {
+			k[1] = in.ID()
+		}
+		l := locs[k]
+		if l == nil {
+			l = &loc{zone: zone, sub: k[1]}
+			locs[k] = l
+		}
+		l.weight += w
+		l.eps = append(l.eps, &endpoint.LbEndpoint{
+			HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
+				Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+					Address:       in.IPAddr,
+					PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port)},
+				}}},
+				Hostname: in.HostName,
+			}},
+			HealthStatus:        health(v, o.heldAsUnhealthy),
+			LoadBalancingWeight: wrapperspb.UInt32(w),
+			Metadata:            lbMetadata(in.Metadata),
+		})
+	}
+	// grpc-go rejects priorities that do not run 0, 1, ... without a gap:
+	// the own zone is priority 0 only when it has a locality.
+	own := false
+	for k := range locs {
+		if o.zone != "" && k[0] == o.zone {
+			own = true
+		}
+	}
+	keys := slices.SortedFunc(func(yield func([2]string) bool) {
+		for k := range locs {
+			if !yield(k) {
+				return
+			}
+		}
+	}, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
+	for _, k := range keys {
+		l := locs[k]
+		prio := uint32(0)
+		if own && l.zone != o.zone {
+			prio = 1
+		}
+		slices.SortFunc(l.eps, func(a, b *endpoint.LbEndpoint) int {
+			return cmp.Compare(socketKey(a), socketKey(b))
+		})
+		cla.Endpoints = append(cla.Endpoints, &endpoint.LocalityLbEndpoints{
+			Locality:            &core.Locality{Zone: l.zone, SubZone: l.sub},
+			LbEndpoints:         l.eps,
+			LoadBalancingWeight: wrapperspb.UInt32(max(l.weight, 1)),
+			Priority:            prio,
+		})
+	}
+	return cla
+}
+
+func socketKey(e *endpoint.LbEndpoint) string {
+	sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+	return fmt.Sprintf("%s:%05d", sa.GetAddress(), sa.GetPortValue())
+}
+
+// servingPort is the port clients of kind reach the instance on: for a
+// gRPC client its gRPC port (metadata gRPC_port), else the non-secure port,
+// or the secure port when only it is enabled. 0 means none.
+func servingPort(in *registry.Instance, k Kind) int {
+	if k == GRPC {
+		if p := grpcPort(in); p > 0 {
+			return p
+		}
+	}
+	if !in.Port.Enabled && in.SecurePort.Enabled {
+		return in.SecurePort.Number
+	}
+	return in.Port.Number
+}
+
+// grpcPort is the instance's declared gRPC port, 0 if none or invalid.
+func grpcPort(in *registry.Instance) int {
+	for _, k := range []string{MetaGRPCPort, MetaGRPCPortLegacy} {
+		if s, ok := in.Metadata[k]; ok {
+			if p, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && p > 0 && p < 65536 {
+				return p
+			}
+		}
+	}
+	return 0
+}
+
+// weight is the metadata weight clamped to 1..128; 1 when unset or not a
+// number.
+func weight(in *registry.Instance) uint32 {
+	w, err := strconv.Atoi(strings.TrimSpace(in.Metadata[MetaWeight]))
+	if err != nil || w < 1 {
+		return 1
+	}
+	return uint32(min(w, 128))
+}
+
+// zoneOf is the instance's zone: metadata zone (Spring Cloud), else the
+// Amazon data center's availability zone, else "".
+func zoneOf(in *registry.Instance) string {
+	if z := in.Metadata[MetaZone]; z != "" {
+		return z
+	}
+	if in.DataCenterInfo.Name == registry.DataCenterAmazon {
+		return in.DataCenterInfo.Metadata["availability-zone"]
+	}
+	return ""
+}
+
+// health maps an instance's served status to an xDS health status.
+// A lease that goreka serves as DOWN only because self-preservation holds it
+// (DownByHeld, goreka.eviction.report-held-as-down) counts as its own UP
+// unless heldAsUnhealthy.
+func health(v registry.LeaseView, heldAsUnhealthy bool) core.HealthStatus {
+	s := v.Instance.Status
+	if s == registry.StatusDown && v.DownBy == registry.DownByHeld && !heldAsUnhealthy {
+		s = registry.StatusUp
+	}
+	switch s {
+	case registry.StatusUp:
+		return core.HealthStatus_HEALTHY
+	case registry.StatusDown, registry.StatusStarting:
+		return core.HealthStatus_UNHEALTHY
+	case registry.StatusOutOfService:
+		return core.HealthStatus_DRAINING
+	default:
+		return core.HealthStatus_UNKNOWN
+	}
+}
+
+// lbMetadata puts every metadata entry under filter_metadata["envoy.lb"],
+// for Envoy's subset load balancer (version=v2 canaries).
+func lbMetadata(md map[string]string) *core.Metadata {
+	if len(md) == 0 {
+		return nil
+	}
+	fields := make(map[string]*structpb.Value, len(md))
+	for k, v := range md {
+		fields[k] = structpb.NewStringValue(v)
+	}
+	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{lbMetadataKey: {Fields: fields}}}
+}

@@ -1,0 +1,382 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// Config is the xDS server's configuration (goreka.xds.*).
+type Config struct {
+	// ZonePriority gives a node that declares a locality zone its own
+	// zone's endpoints at priority 0 and the other zones' at 1.
+	ZonePriority bool
+	// HeldAsUnhealthy serves a lease held by self-preservation (goreka
+	// serves it DOWN, goreka.eviction.report-held-as-down) as UNHEALTHY;
+	// false serves it as the UP the instance last claimed.
+	HeldAsUnhealthy bool
+	// Buffer is each namespace's change-stream buffer (events); a feeder
+	// that falls further behind resynchronises from a view. 0 = 4096.
+	Buffer int
+	// Logger receives NACKs, client connections and resynchronisations.
+	Logger *slog.Logger
+}
+
+// Server is goreka's xDS server: ADS (state of the world and delta) and the
+// per-type discovery services over gRPC, for every namespace attached.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	xds       serverv3.Server
+	grpc      *grpc.Server
+	addr      net.Addr
+	closeOnce sync.Once
+
+	mu      sync.Mutex
+	spaces  map[string]*space
+	streams map[int64]groupKey // streams whose node has been seen
+
+	// synced, when set (tests), is called after each update of a
+	// namespace's resources with the revision they are at.
+	synced func(ns string, rev int64)
+	// resyncs counts resynchronisations after a *registry.LaggedError.
+	resyncs atomic.Int64
+
+	clients *prometheus.GaugeVec
+	pushes  *prometheus.CounterVec
+	nacks   *prometheus.CounterVec
+}
+
+// New returns a server with no namespace attached; it serves once Start
+// (or Register on a gRPC server of the caller's) is called.
+func New(cfg Config) *Server {
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 4096
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger,
+		spaces:  map[string]*space{},
+		streams: map[int64]groupKey{},
+		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
+		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
+		nacks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_nacks_total", Help: "xDS responses a client rejected, by resource type."}, []string{"type"}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.xds = serverv3.NewServer(s.ctx, router{s}, s.callbacks())
+	return s
+}
+
+// Attach serves namespace name from reg: the server subscribes to reg's
+// change stream and keeps the namespace's resources until Close. A name
+// already attached is left as it is (logged). On a nil Server it does
+// nothing (xDS disabled).
+func (s *Server) Attach(name string, reg *registry.Registry) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	sp := s.spaces[name]
+	if sp == nil {
+		sp = &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
+		s.spaces[name] = sp
+	}
+	again := sp.attached
+	sp.attached = true
+	s.mu.Unlock()
+	if again {
+		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
+		return
+	}
+	// Subscribe before returning, so that no change made after Attach is
+	// missed; the first view is read by the feeder after subscribing.
+	sub := reg.Subscribe(s.cfg.Buffer)
+	s.wg.Go(func() { s.feed(sp, reg, sub) })
+}
+
+// group returns the group of node n. A node of a namespace that is not
+// attached is refused (the stream ends; clients retry with backoff), so
+// that node metadata cannot make the server hold state for names that do
+// not exist.
+func (s *Server) group(n *core.Node) (*group, error) {
+	k := keyOf(n, s.cfg.ZonePriority)
+	s.mu.Lock()
+	sp := s.spaces[k.ns]
+	s.mu.Unlock()
+	if sp == nil {
+		return nil, status.Errorf(codes.NotFound, "namespace %q is not served by this goreka", k.ns)
+	}
+	return sp.groupFor(k, s.cfg.HeldAsUnhealthy), nil
+}
+
+// feed keeps sp from reg's change stream: a view at subscription, then
+// the changes in revision order, a batch of queued changes at a time (a
+// registration storm rebuilds each touched name once per batch, not once
+// per change); on *registry.LaggedError a fresh subscription and view.
+func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscription) {
+	for {
+		touched := map[string]struct{}{}
+		view := reg.Applications()
+		sp.mu.Lock()
+		sp.idx.reset(view, touched)
+		s.pushLocked(sp, touched)
+		rev := sp.idx.rev
+		sp.mu.Unlock()
+		s.notify(sp, rev)
+		if !s.follow(sp, sub) {
+			sub.Close()
+			return
+		}
+		s.resyncs.Add(1)
+		s.log.Warn("xds fell behind the change stream; resynchronising", "namespace", sp.name, "err", sub.Err())
+		sub = reg.Subscribe(s.cfg.Buffer)
+	}
+}
+
+// follow applies sub's events until the server closes (false) or the
+// subscription ends (true: resynchronise).
+func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
+	const batch = 1024
+	for {
+		var e registry.Event
+		var ok bool
+		select {
+		case <-s.ctx.Done():
+			return false
+		case e, ok = <-sub.Events():
+		}
+		if !ok {
+			return sub.Err() != nil
+		}
+		touched := map[string]struct{}{}
+		sp.mu.Lock()
+		sp.idx.apply(e, touched)
+	drain:
+		for range batch {
+			select {
+			case e, ok = <-sub.Events():
+				if !ok {
+					break drain
+				}
+				sp.idx.apply(e, touched)
+			default:
+				break drain
+			}
+		}
+		s.pushLocked(sp, touched)
+		rev := sp.idx.rev
+		sp.mu.Unlock()
+		s.notify(sp, rev)
+		if !ok {
+			return sub.Err() != nil
+		}
+	}
+}
+
+func (s *Server) notify(sp *space, rev int64) {
+	if s.synced != nil {
+		s.synced(sp.name, rev)
+	}
+}
+
+func (s *Server) pushLocked(sp *space, touched map[string]struct{}) {
+	if len(touched) == 0 {
+		return
+	}
+	if err := sp.pushLocked(touched); err != nil {
+		s.log.Error("xds update", "namespace", sp.name, "revision", sp.idx.rev, "err", err)
+	}
+}
+
+// Register adds the xDS services (ADS and the per-type ones) to gs.
+func (s *Server) Register(gs *grpc.Server) {
+	discovery.RegisterAggregatedDiscoveryServiceServer(gs, s.xds)
+	endpointservice.RegisterEndpointDiscoveryServiceServer(gs, s.xds)
+	clusterservice.RegisterClusterDiscoveryServiceServer(gs, s.xds)
+	routeservice.RegisterRouteDiscoveryServiceServer(gs, s.xds)
+	listenerservice.RegisterListenerDiscoveryServiceServer(gs, s.xds)
+}
+
+// Start listens on addr (host:port) and serves gRPC until ctx is done or
+// Close is called. It returns the listener's error, so that a taken port
+// fails start-up. On a nil Server it does nothing.
+func (s *Server) Start(ctx context.Context, addr string) error {
+	if s == nil {
+		return nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("xds: %w", err)
+	}
+	s.grpc = grpc.NewServer(
+		// xDS streams live long and are quiet between changes: let clients
+		// keep them alive (Envoy and grpc-go ping no more than every 10 s
+		// unless configured otherwise).
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(1000),
+	)
+	s.Register(s.grpc)
+	s.addr = lis.Addr()
+	s.wg.Go(func() {
+		if err := s.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error("xds server", "err", err)
+		}
+	})
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.ctx.Done():
+		}
+	}()
+	s.log.Info("xds server listening", "address", s.addr.String())
+	return nil
+}
+
+// Addr is the address Start listens on (nil before Start).
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Close stops serving (open streams end) and the namespaces' feeders. It
+// may be called more than once; on a nil Server it does nothing.
+func (s *Server) Close() {
+	if s == nil {
+		return
+	}
+	s.closeOnce.Do(func() {
+		s.cancel()
+		if s.grpc != nil {
+			s.grpc.Stop()
+		}
+	})
+	s.wg.Wait()
+}
+
+// Collector returns the server's metrics: goreka_xds_clients{kind,namespace},
+// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type}. A nil
+// Server's collects nothing.
+func (s *Server) Collector() prometheus.Collector {
+	if s == nil {
+		return collectors{}
+	}
+	return collectors{s.clients, s.pushes, s.nacks}
+}
+
+type collectors []prometheus.Collector
+
+func (c collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, x := range c {
+		x.Describe(ch)
+	}
+}
+
+func (c collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, x := range c {
+		x.Collect(ch)
+	}
+}
+
+// typeName is the short label of a type URL.
+func typeName(u string) string {
+	switch u {
+	case resource.ClusterType:
+		return "cds"
+	case resource.EndpointType:
+		return "eds"
+	case resource.ListenerType:
+		return "lds"
+	case resource.RouteType:
+		return "rds"
+	}
+	return "other"
+}
+
+// seen counts a stream as a client of its node's group the first time its
+// node is known.
+func (s *Server) seen(id int64, n *core.Node) {
+	k := keyOf(n, s.cfg.ZonePriority)
+	s.mu.Lock()
+	_, old := s.streams[id]
+	if !old {
+		s.streams[id] = k
+	}
+	s.mu.Unlock()
+	if !old {
+		s.clients.WithLabelValues(k.kind.String(), k.ns).Inc()
+		s.log.Info("xds client connected", "node", n.GetId(), "kind", k.kind.String(), "namespace", k.ns, "zone", n.GetLocality().GetZone(), "stream", id)
+	}
+}
+
+func (s *Server) closed(id int64, n *core.Node) {
+	s.mu.Lock()
+	k, ok := s.streams[id]
+	delete(s.streams, id)
+	s.mu.Unlock()
+	if ok {
+		s.clients.WithLabelValues(k.kind.String(), k.ns).Dec()
+		s.log.Info("xds client disconnected", "node", n.GetId(), "kind", k.kind.String(), "namespace", k.ns, "stream", id)
+	}
+}
+
+func (s *Server) nack(n *core.Node, typeURL, version, nonce string, detail *status.Status) {
+	s.nacks.WithLabelValues(typeName(typeURL)).Inc()
+	s.log.Warn("xds NACK", "node", n.GetId(), "type", typeName(typeURL), "version", version, "nonce", nonce, "err", detail.Message())
+}
+
+func (s *Server) callbacks() serverv3.Callbacks {
+	return serverv3.CallbackFuncs{
+		StreamClosedFunc:      s.closed,
+		DeltaStreamClosedFunc: s.closed,
+		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
+			s.seen(id, req.GetNode())
+			if d := req.GetErrorDetail(); d != nil {
+				s.nack(req.GetNode(), req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), status.FromProto(d))
+			}
+			return nil
+		},
+		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
+			s.seen(id, req.GetNode())
+			if d := req.GetErrorDetail(); d != nil {
+				s.nack(req.GetNode(), req.GetTypeUrl(), "", req.GetResponseNonce(), status.FromProto(d))
+			}
+			return nil
+		},
+		StreamResponseFunc: func(_ context.Context, _ int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+		},
+		StreamDeltaResponseFunc: func(_ int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+		},
+	}
+}
+
+// processID tells this process's versions from a previous one's (random,
+// not a time: nothing here reads the clock).
+func processID() string { return strconv.FormatUint(uint64(rand.Uint32()), 36) }
