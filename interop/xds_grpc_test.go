@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -49,6 +50,14 @@ type tally struct {
 	LastErr  string         `json:"last_err,omitempty"`
 }
 
+// batchLimit bounds one batch of calls (all of them, whatever N), so that
+// a broken resolution fails the test with a message instead of running
+// into go test's timeout; readLimit bounds the test's wait for a batch.
+const (
+	batchLimit = 30 * time.Second
+	readLimit  = batchLimit + 15*time.Second
+)
+
 // xdsClient is the subprocess: one channel to xds:///echo, a batch of
 // health checks per "call N" line, each batch's tally as one JSON line.
 func xdsClient(in io.Reader, out io.Writer) int {
@@ -68,12 +77,17 @@ func xdsClient(in io.Reader, out io.Writer) int {
 			return 2
 		}
 		t := tally{Backends: map[string]int{}}
-		for range n {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		// One deadline for the whole batch: WaitForReady lets the first
+		// call wait for the xDS resolution, but not past batchLimit.
+		ctx, cancel := context.WithTimeout(context.Background(), batchLimit)
+		for i := range n {
+			if ctx.Err() != nil {
+				t.Errors += n - i
+				t.LastErr = fmt.Sprintf("batch deadline (%v) passed after %d of %d calls: %s", batchLimit, i, n, t.LastErr)
+				break
+			}
 			var md metadata.MD
-			// WaitForReady: the first call waits for the xDS resolution.
 			_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md), grpc.WaitForReady(true))
-			cancel()
 			if err != nil {
 				t.Errors++
 				t.LastErr = err.Error()
@@ -81,6 +95,7 @@ func xdsClient(in io.Reader, out io.Writer) int {
 			}
 			t.Backends[strings.Join(md.Get("backend"), ",")]++
 		}
+		cancel()
 		if err := enc.Encode(t); err != nil {
 			return 2
 		}
@@ -151,11 +166,26 @@ func (c *client) call(n int) tally {
 	if _, err := fmt.Fprintf(c.in, "call %d\n", n); err != nil {
 		c.t.Fatal(err)
 	}
-	if !c.out.Scan() {
+	type line struct {
+		b  []byte
+		ok bool
+	}
+	got := make(chan line, 1)
+	go func() {
+		ok := c.out.Scan()
+		got <- line{append([]byte(nil), c.out.Bytes()...), ok}
+	}()
+	var l line
+	select {
+	case l = <-got:
+	case <-time.After(readLimit):
+		c.t.Fatalf("the client answered no batch of %d calls within %v", n, readLimit)
+	}
+	if !l.ok {
 		c.t.Fatalf("the client exited: %v", c.out.Err())
 	}
 	var t tally
-	if err := json.Unmarshal(c.out.Bytes(), &t); err != nil {
+	if err := json.Unmarshal(l.b, &t); err != nil {
 		c.t.Fatal(err)
 	}
 	return t
@@ -172,6 +202,43 @@ func (c *client) until(n int, limit time.Duration, ok func(tally) bool) {
 		}
 	}
 	c.t.Fatalf("after %v the calls still spread as %v (errors %d, %s)", limit, last.Backends, last.Errors, last.LastErr)
+}
+
+// pushes reads goreka_xds_pushes_total{type=typ} from srv's metrics.
+func pushes(t *testing.T, srv *xds.Server, typ string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(srv.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "goreka_xds_pushes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "type" && l.GetValue() == typ {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// waitPush waits (polling every millisecond, bounded) until srv has sent
+// more EDS responses than before, and returns the time since start.
+func waitPush(t *testing.T, srv *xds.Server, before float64, start time.Time) time.Duration {
+	t.Helper()
+	for pushes(t, srv, "eds") <= before {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the server pushed no EDS response within 20 s of the change")
+		}
+		time.Sleep(time.Millisecond) // polling another goroutine's send
+	}
+	return time.Since(start)
 }
 
 func echoInstance(id string, grpcPort int, weight string) *registry.Instance {
@@ -213,14 +280,20 @@ func TestGRPCGoResolvesThroughXDS(t *testing.T) {
 		return t.Errors == 0 && t.Backends["a"] >= 30 && t.Backends["b"] >= 30
 	})
 
-	// Weights 90/10, pushed as a metadata update (a re-registration, as
-	// PUT .../metadata?weight= does).
-	for id, w := range map[string]string{"a": "90", "b": "10"} {
-		if _, err := reg.UpdateMetadata("ECHO", id, map[string]string{xds.MetaWeight: w}); err != nil {
+	// Weights 90/10, pushed as metadata updates (a re-registration, as
+	// PUT .../metadata?weight= does), in a fixed order, each awaited until
+	// the server has pushed the assignment holding it: the split is
+	// measured only once the final state (both weights) has been sent.
+	for _, u := range [][2]string{{"b", "10"}, {"a", "90"}} {
+		before := pushes(t, srv, "eds")
+		if _, err := reg.UpdateMetadata("ECHO", u[0], map[string]string{xds.MetaWeight: u[1]}); err != nil {
 			t.Fatal(err)
 		}
+		waitPush(t, srv, before, time.Now())
 	}
-	c.until(100, 20*time.Second, func(t tally) bool { return t.Backends["b"] <= 15 })
+	c.call(100) // the picks of a batch that may have started before the client applied it
+	// 100 picks at 0.1: 10 +- 3; the intermediate 50/10 gives 17 +- 4.
+	c.until(100, 20*time.Second, func(t tally) bool { return t.Errors == 0 && t.Backends["b"] >= 3 && t.Backends["b"] <= 15 })
 	// 1000 random picks at 0.9: 900 +- 9.5 (one standard deviation), so
 	// the tolerance of +- 50 is more than 5 deviations.
 	split := c.call(1000)
@@ -229,16 +302,25 @@ func TestGRPCGoResolvesThroughXDS(t *testing.T) {
 		t.Errorf("1000 calls at weights 90/10: a %d, b %d (errors %d); want a within 900 ± 50", a, b, split.Errors)
 	}
 
-	// OUT_OF_SERVICE is DRAINING: b gets no more calls.
+	// OUT_OF_SERVICE is DRAINING: b gets no more calls. The push (status
+	// applied to EDS response handed to the stream, measured server-side)
+	// must take under 1 s; end to end (until a batch of 10 calls, a few
+	// milliseconds each, reaches only a) is logged and allowed 5 s for a
+	// loaded CI machine's scheduling.
+	before := pushes(t, srv, "eds")
 	start := time.Now()
 	if err := reg.StatusUpdate("ECHO", "b", registry.StatusOutOfService, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
+	pushed := waitPush(t, srv, before, start)
 	c.until(10, 20*time.Second, func(t tally) bool { return t.Backends["b"] == 0 && t.Backends["a"] == 10 })
 	took := time.Since(start)
-	t.Logf("OUT_OF_SERVICE left the client's picks %v after the status update", took)
-	if took > time.Second {
-		t.Errorf("b still got calls %v after OUT_OF_SERVICE, want within 1 s", took)
+	t.Logf("OUT_OF_SERVICE: pushed %v, out of the client's picks %v after the status update", pushed, took)
+	if pushed > time.Second {
+		t.Errorf("the EDS push took %v after OUT_OF_SERVICE, want within 1 s", pushed)
+	}
+	if took > 5*time.Second {
+		t.Errorf("b still got calls %v after OUT_OF_SERVICE, want within 5 s end to end", took)
 	}
 	if after := c.call(200); after.Backends["b"] != 0 || after.Errors > 0 {
 		t.Errorf("calls after OUT_OF_SERVICE: %v (errors %d), want all on a", after.Backends, after.Errors)
