@@ -60,7 +60,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	spaces  map[string]*space
-	streams map[int64]groupKey // streams whose node has been seen
+	streams map[streamKey]*streamInfo // streams whose node has been seen
+	counts  map[[2]string]int         // goreka_xds_clients by kind and namespace
 
 	// synced, when set (tests), is called after each update of a
 	// namespace's resources with the revision they are at.
@@ -85,7 +86,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
 		spaces:  map[string]*space{},
-		streams: map[int64]groupKey{},
+		streams: map[streamKey]*streamInfo{},
+		counts:  map[[2]string]int{},
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
 		nacks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_nacks_total", Help: "xDS responses a client rejected, by resource type."}, []string{"type"}),
@@ -318,30 +320,66 @@ func typeName(u string) string {
 	return "other"
 }
 
-// seen counts a stream as a client of its node's group the first time its
-// node is known.
-func (s *Server) seen(id int64, n *core.Node) {
-	k := keyOf(n, s.cfg.ZonePriority)
-	s.mu.Lock()
-	_, old := s.streams[id]
-	if !old {
-		s.streams[id] = k
-	}
-	s.mu.Unlock()
-	if !old {
-		s.clients.WithLabelValues(k.kind.String(), k.ns).Inc()
-		s.log.Info("xds client connected", "node", n.GetId(), "kind", k.kind.String(), "namespace", k.ns, "zone", n.GetLocality().GetZone(), "stream", id)
-	}
+// streamKey names a stream: the state-of-the-world and the delta server
+// each number their streams from 1.
+type streamKey struct {
+	delta bool
+	id    int64
 }
 
-func (s *Server) closed(id int64, n *core.Node) {
+// streamInfo is what is known of a stream: its node (clients send it on
+// the first request only) and whether it is counted as a client.
+type streamInfo struct {
+	node    *core.Node
+	key     groupKey
+	counted bool
+}
+
+// seen records a stream's node the first time it is known and returns the
+// node (the one recorded when a later request omits it). A stream counts
+// as a client of its node's group only when the namespace is attached:
+// the port is unauthenticated, and a node claiming ever new namespaces
+// must not create ever new metric series.
+func (s *Server) seen(sk streamKey, n *core.Node) *core.Node {
 	s.mu.Lock()
-	k, ok := s.streams[id]
-	delete(s.streams, id)
+	si := s.streams[sk]
+	if si == nil {
+		if n == nil {
+			s.mu.Unlock()
+			return nil
+		}
+		si = &streamInfo{node: n, key: keyOf(n, s.cfg.ZonePriority)}
+		s.streams[sk] = si
+		if s.spaces[si.key.ns] != nil {
+			si.counted = true
+			lv := [2]string{si.key.kind.String(), si.key.ns}
+			s.counts[lv]++
+			s.clients.WithLabelValues(lv[0], lv[1]).Set(float64(s.counts[lv]))
+		}
+		s.mu.Unlock()
+		s.log.Info("xds client connected", "node", n.GetId(), "kind", si.key.kind.String(), "namespace", si.key.ns, "zone", n.GetLocality().GetZone(), "stream", sk.id, "delta", sk.delta)
+		return n
+	}
 	s.mu.Unlock()
-	if ok {
-		s.clients.WithLabelValues(k.kind.String(), k.ns).Dec()
-		s.log.Info("xds client disconnected", "node", n.GetId(), "kind", k.kind.String(), "namespace", k.ns, "stream", id)
+	return si.node
+}
+
+func (s *Server) closed(sk streamKey) {
+	s.mu.Lock()
+	si := s.streams[sk]
+	delete(s.streams, sk)
+	if si != nil && si.counted {
+		lv := [2]string{si.key.kind.String(), si.key.ns}
+		if s.counts[lv]--; s.counts[lv] <= 0 {
+			delete(s.counts, lv)
+			s.clients.DeleteLabelValues(lv[0], lv[1])
+		} else {
+			s.clients.WithLabelValues(lv[0], lv[1]).Set(float64(s.counts[lv]))
+		}
+	}
+	s.mu.Unlock()
+	if si != nil {
+		s.log.Info("xds client disconnected", "node", si.node.GetId(), "kind", si.key.kind.String(), "namespace", si.key.ns, "stream", sk.id, "delta", sk.delta)
 	}
 }
 
@@ -352,19 +390,19 @@ func (s *Server) nack(n *core.Node, typeURL, version, nonce string, detail *stat
 
 func (s *Server) callbacks() serverv3.Callbacks {
 	return serverv3.CallbackFuncs{
-		StreamClosedFunc:      s.closed,
-		DeltaStreamClosedFunc: s.closed,
+		StreamClosedFunc:      func(id int64, _ *core.Node) { s.closed(streamKey{id: id}) },
+		DeltaStreamClosedFunc: func(id int64, _ *core.Node) { s.closed(streamKey{delta: true, id: id}) },
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
-			s.seen(id, req.GetNode())
+			n := s.seen(streamKey{id: id}, req.GetNode())
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(req.GetNode(), req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), status.FromProto(d))
+				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), status.FromProto(d))
 			}
 			return nil
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
-			s.seen(id, req.GetNode())
+			n := s.seen(streamKey{delta: true, id: id}, req.GetNode())
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(req.GetNode(), req.GetTypeUrl(), "", req.GetResponseNonce(), status.FromProto(d))
+				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), status.FromProto(d))
 			}
 			return nil
 		},

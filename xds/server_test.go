@@ -1,8 +1,11 @@
 package xds
 
 import (
+	"io"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/goreka/goreka/registry"
@@ -380,4 +385,83 @@ func TestClientsPushesAndNACKsAreCounted(t *testing.T) {
 	if v := testutil.ToFloat64(f.s.clients.WithLabelValues("grpc", "default")) + testutil.ToFloat64(f.s.clients.WithLabelValues("envoy", "default")); v != 0 {
 		t.Errorf("clients after both streams closed: %v, want 0", v)
 	}
+}
+
+// A delta stream and a state-of-the-world stream share an id (each server
+// numbers its streams from 1): they are two clients, and closing one
+// leaves the other counted.
+func TestDeltaAndSotwStreamsAreCountedApart(t *testing.T) {
+	f := newFixture(t, Config{})
+	cb := f.s.callbacks()
+	if err := cb.OnStreamRequest(1, &discovery.DiscoveryRequest{Node: node("e-sotw"), TypeUrl: resource.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.OnStreamDeltaRequest(1, &discovery.DeltaDiscoveryRequest{Node: node("e-delta"), TypeUrl: resource.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(f.s.clients.WithLabelValues("envoy", "default")); v != 2 {
+		t.Errorf("envoy clients %v, want 2 (a delta and a SotW stream, both id 1)", v)
+	}
+	cb.OnStreamClosed(1, node("e-sotw"))
+	if v := testutil.ToFloat64(f.s.clients.WithLabelValues("envoy", "default")); v != 1 {
+		t.Errorf("envoy clients after the SotW stream closed: %v, want 1", v)
+	}
+	cb.OnDeltaStreamClosed(1, node("e-delta"))
+	if n := testutil.CollectAndCount(f.s.clients); n != 0 {
+		t.Errorf("%d client series after both streams closed, want none", n)
+	}
+}
+
+// A node naming a namespace that is not attached is refused and counted
+// nowhere: no series per claimed name on an unauthenticated port.
+func TestUnknownNamespaceIsNotCounted(t *testing.T) {
+	f := newFixture(t, Config{})
+	cb := f.s.callbacks()
+	for i := range 50 {
+		n := node("e", NodeNamespace, "ns-"+strconv.Itoa(i))
+		if err := cb.OnStreamRequest(int64(i+1), &discovery.DiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.group(n); status.Code(err) != codes.NotFound {
+			t.Fatalf("group of an unknown namespace: %v, want NotFound", err)
+		}
+	}
+	if n := testutil.CollectAndCount(f.s.clients); n != 0 {
+		t.Errorf("%d client series for unattached namespaces, want none", n)
+	}
+	for i := range 50 {
+		cb.OnStreamClosed(int64(i+1), nil)
+	}
+	if len(f.s.streams) != 0 {
+		t.Errorf("%d streams kept after closing", len(f.s.streams))
+	}
+}
+
+// A delta client sends its node on the first request only: a NACK later on
+// the stream is logged with the node recorded then.
+func TestDeltaNACKLogsTheStreamsNode(t *testing.T) {
+	var logs strings.Builder
+	f := newFixture(t, Config{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	cb := f.s.callbacks()
+	if err := cb.OnStreamDeltaRequest(7, &discovery.DeltaDiscoveryRequest{Node: node("envoy-7"), TypeUrl: resource.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.OnStreamDeltaRequest(7, &discovery.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResponseNonce: "1",
+		ErrorDetail: &statuspb.Status{Code: 3, Message: "bad cluster"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "xds NACK\" node=envoy-7") {
+		t.Errorf("NACK log without the stream's node:\n%s", logs.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
