@@ -188,12 +188,9 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 		eps       []*endpoint.LbEndpoint
 	}
 	locs := map[[2]string]*loc{}
-	for _, v := range views {
+	for _, v := range dedupe(views, o) {
 		in := v.Instance
 		port := servingPort(in, o.kind)
-		if in.IPAddr == "" || port <= 0 {
-			continue // EDS endpoints are IP literals with a port
-		}
 		w := weight(in)
 		zone := zoneOf(in)
 		k := [2]string{zone, ""}
@@ -252,6 +249,61 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 		})
 	}
 	return cla
+}
+
+// dedupe keeps one view per socket address (ip:port), dropping those
+// without one: grpc-go NACKs a whole assignment that lists an address
+// twice, which happens when an instance re-registers under a new id on the
+// same host and port, or two leases share an address. The healthiest is
+// kept, then the newest revision, then the smallest id (deterministic).
+func dedupe(views []registry.LeaseView, o buildOptions) []registry.LeaseView {
+	type addr struct {
+		ip   string
+		port int
+	}
+	best := map[addr]int{}
+	out := make([]registry.LeaseView, 0, len(views))
+	for _, v := range views {
+		port := servingPort(v.Instance, o.kind)
+		if v.Instance.IPAddr == "" || port <= 0 {
+			continue // EDS endpoints are IP literals with a port
+		}
+		a := addr{v.Instance.IPAddr, port}
+		i, ok := best[a]
+		if !ok {
+			best[a] = len(out)
+			out = append(out, v)
+			continue
+		}
+		if better(v, out[i], o) {
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// better tells whether v should be served rather than w at one address.
+func better(v, w registry.LeaseView, o buildOptions) bool {
+	if hv, hw := healthRank(health(v, o.heldAsUnhealthy)), healthRank(health(w, o.heldAsUnhealthy)); hv != hw {
+		return hv < hw
+	}
+	if v.Revision != w.Revision {
+		return v.Revision > w.Revision
+	}
+	return v.Instance.ID() < w.Instance.ID()
+}
+
+// healthRank orders health statuses, the healthiest first.
+func healthRank(h core.HealthStatus) int {
+	switch h {
+	case core.HealthStatus_HEALTHY:
+		return 0
+	case core.HealthStatus_UNKNOWN:
+		return 1
+	case core.HealthStatus_DRAINING:
+		return 2
+	}
+	return 3
 }
 
 func socketKey(e *endpoint.LbEndpoint) string {

@@ -252,3 +252,26 @@ func TestNames(t *testing.T) {
 		t.Errorf("names %v, want [orders orders-v2]", got)
 	}
 }
+
+// Two leases at one ip:port (a re-registration under a new id on the same
+// host and port): one endpoint, the healthiest, then the newest.
+func TestOneEndpointPerAddress(t *testing.T) {
+	old, renewed := inst("A", "a-old", "10.0.0.1"), inst("A", "a-new", "10.0.0.1")
+	down := inst("A", "a-down", "10.0.0.1")
+	down.Status = registry.StatusDown
+	vs := []registry.LeaseView{{Instance: down, Revision: 9}, {Instance: old, Revision: 3}, {Instance: renewed, Revision: 7}, {Instance: inst("A", "b", "10.0.0.2"), Revision: 1}}
+	for _, kind := range []Kind{Envoy, GRPC} {
+		cla := assignment("a", vs, buildOptions{kind: kind})
+		n := 0
+		for _, l := range cla.GetEndpoints() {
+			n += len(l.GetLbEndpoints())
+		}
+		if n != 2 {
+			t.Fatalf("%v: %d endpoints for two addresses, want 2: %v", kind, n, cla)
+		}
+		e := flatten(cla)["10.0.0.1:8080"].ep
+		if e.GetEndpoint().GetHostname() != "a-new" || e.GetHealthStatus() != core.HealthStatus_HEALTHY {
+			t.Errorf("%v: 10.0.0.1:8080 served as %s %v, want a-new HEALTHY (healthiest, then newest)", kind, e.GetEndpoint().GetHostname(), e.GetHealthStatus())
+		}
+	}
+}
