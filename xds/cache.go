@@ -13,6 +13,9 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/goreka/goreka/namespace"
 )
 
@@ -24,9 +27,9 @@ const (
 	NodeClient = "goreka.client"
 )
 
-// served are the types every group answers; other types get an empty
-// cache of their own, so that a request for them is answered with nothing
-// instead of ending an ADS stream.
+// served are the types every group answers. A request for another type
+// is refused (InvalidArgument) without allocating anything for it: the
+// type URL is the client's, on an unauthenticated port.
 var served = []string{resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType}
 
 // groupKey is what the resources a node gets depend on. Nodes with the same
@@ -78,24 +81,15 @@ func kindOf(n *core.Node) Kind {
 type group struct {
 	key    groupKey
 	opts   buildOptions
-	mu     sync.Mutex // guards caches' map (not the caches, which lock themselves)
-	caches map[string]*cachev3.LinearCache
+	caches map[string]*cachev3.LinearCache // one per served type, fixed when the group is built
 	// present is the names that have a cluster (and, for gRPC, a listener
 	// and route), to delete them when their last instance goes. Guarded by
 	// the namespace's lock.
 	present map[string]bool
 }
 
-func (g *group) cache(typeURL string) *cachev3.LinearCache {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := g.caches[typeURL]
-	if c == nil {
-		c = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger))
-		g.caches[typeURL] = c
-	}
-	return c
-}
+// cache is the cache of typeURL, nil for a type that is not served.
+func (g *group) cache(typeURL string) *cachev3.LinearCache { return g.caches[typeURL] }
 
 // space is one namespace: its index, fed from its registry's change stream,
 // and its groups.
@@ -208,7 +202,11 @@ func (rt router) cacheOf(n *core.Node, typeURL string) (*cachev3.LinearCache, er
 	if err != nil {
 		return nil, err
 	}
-	return g.cache(typeURL), nil
+	c := g.cache(typeURL)
+	if c == nil {
+		return nil, status.Errorf(codes.InvalidArgument, "xds: type %q is not served by goreka", typeURL)
+	}
+	return c, nil
 }
 
 func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {

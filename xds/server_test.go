@@ -461,3 +461,24 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// A type URL goreka does not serve is refused, and no cache is made for it.
+func TestUnknownTypeIsRefusedWithoutACache(t *testing.T) {
+	f := newFixture(t, Config{})
+	g := f.s.mustGroup(t, node("e"))
+	for _, typeURL := range []string{"type.googleapis.com/made.up.One", "type.googleapis.com/made.up.Two"} {
+		sub := stream.NewSotwSubscription(nil, true)
+		_, err := router{f.s}.CreateWatch(&cachev3.Request{Node: node("e"), TypeUrl: typeURL}, &sub, make(chan cachev3.Response, 1))
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("SotW watch of %s: %v, want InvalidArgument", typeURL, err)
+		}
+		dsub := stream.NewDeltaSubscription(nil, nil, nil, true)
+		_, err = router{f.s}.CreateDeltaWatch(&cachev3.DeltaRequest{Node: node("e"), TypeUrl: typeURL}, &dsub, make(chan cachev3.DeltaResponse, 1))
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("delta watch of %s: %v, want InvalidArgument", typeURL, err)
+		}
+	}
+	if len(g.caches) != len(served) {
+		t.Errorf("%d caches in the group, want the %d served types only", len(g.caches), len(served))
+	}
+}
