@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/goreka/goreka/namespace"
 )
@@ -82,6 +84,12 @@ type group struct {
 	key    groupKey
 	opts   buildOptions
 	caches map[string]*cachev3.LinearCache // one per served type, fixed when the group is built
+	// last is the resources last handed to the caches, by type and name,
+	// to skip those a change rebuilt unchanged: LinearCache bumps its
+	// version on every update, and a SotW CDS answer is the full state, so
+	// resending equal clusters would cost O(apps) per change per client.
+	// Guarded by the namespace's lock.
+	last map[string]map[string]types.Resource
 	// present is the names that have a cluster (and, for gRPC, a listener
 	// and route), to delete them when their last instance goes. Guarded by
 	// the namespace's lock.
@@ -122,6 +130,7 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 		}
 	}
 	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*cachev3.LinearCache{}, present: map[string]bool{}}
+	g.last = map[string]map[string]types.Resource{}
 	init := map[string]map[string]types.Resource{}
 	for _, t := range served {
 		init[t] = map[string]types.Resource{}
@@ -135,6 +144,7 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 	}
 	for _, t := range served {
 		g.caches[t] = cachev3.NewLinearCache(t, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init[t]))
+		g.last[t] = maps.Clone(init[t])
 	}
 	sp.groups[k] = g
 	return g
@@ -176,6 +186,16 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			var d []string
 			if t == resource.ClusterType || g.key.kind == GRPC && t != resource.EndpointType {
 				d = del
+			}
+			for name, r := range upd[t] {
+				if old, ok := g.last[t][name]; ok && proto.Equal(old, r) {
+					delete(upd[t], name)
+				} else {
+					g.last[t][name] = r
+				}
+			}
+			for _, name := range d {
+				delete(g.last[t], name)
 			}
 			if len(upd[t]) == 0 && len(d) == 0 {
 				continue

@@ -482,3 +482,49 @@ func TestUnknownTypeIsRefusedWithoutACache(t *testing.T) {
 		t.Errorf("%d caches in the group, want the %d served types only", len(g.caches), len(served))
 	}
 }
+
+// A status change of one instance moves only its application's assignment:
+// the clusters, rebuilt equal, are not resent (a SotW CDS answer is every
+// cluster, so resending them would cost O(apps) per change per client).
+func TestStatusChangeMovesOnlyEDS(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("A", "a1", "10.0.0.1"), inst("B", "b1", "10.0.0.2"))
+	f.sync()
+	g := f.s.mustGroup(t, node("envoy-1"))
+	watch := func(typeURL string) chan cachev3.Response {
+		c := g.cache(typeURL)
+		sub := stream.NewSotwSubscription(nil, true)
+		ch := make(chan cachev3.Response, 1)
+		if _, err := c.CreateWatch(&cachev3.Request{Node: node("envoy-1"), TypeUrl: typeURL}, &sub, ch); err != nil {
+			t.Fatal(err)
+		}
+		first := <-ch
+		sub.SetReturnedResources(first.GetReturnedResources())
+		ch = make(chan cachev3.Response, 1)
+		v, _ := first.GetVersion()
+		cancel, err := c.CreateWatch(&cachev3.Request{Node: node("envoy-1"), TypeUrl: typeURL, VersionInfo: v, ResponseNonce: "1"}, &sub, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cancel)
+		return ch
+	}
+	cds, eds := watch(resource.ClusterType), watch(resource.EndpointType)
+	if err := f.reg.StatusUpdate("B", "b1", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	select {
+	case r := <-eds:
+		if v, _ := r.GetVersion(); v == "" {
+			t.Error("EDS answered without a version")
+		}
+	case <-time.After(wait):
+		t.Fatal("no EDS answer after a status change")
+	}
+	select {
+	case r := <-cds:
+		t.Errorf("a status change resent the clusters %v", names(t, r))
+	default:
+	}
+}
