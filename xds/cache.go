@@ -102,11 +102,10 @@ func (g *group) cache(typeURL string) *cachev3.LinearCache { return g.caches[typ
 // space is one namespace: its index, fed from its registry's change stream,
 // and its groups.
 type space struct {
-	name     string
-	mu       sync.Mutex
-	idx      *index
-	groups   map[groupKey]*group
-	attached bool
+	name   string
+	mu     sync.Mutex
+	idx    *index
+	groups map[groupKey]*group
 }
 
 // maxGroups bounds the groups of a namespace: the zone is the node's

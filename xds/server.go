@@ -59,6 +59,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	mu      sync.Mutex
+	closing bool // Close has begun: Attach starts no feeder
 	spaces  map[string]*space
 	streams map[streamKey]*streamInfo // streams whose node has been seen
 	counts  map[[2]string]int         // goreka_xds_clients by kind and namespace
@@ -99,27 +100,28 @@ func New(cfg Config) *Server {
 
 // Attach serves namespace name from reg: the server subscribes to reg's
 // change stream and keeps the namespace's resources until Close. A name
-// already attached is left as it is (logged). On a nil Server it does
-// nothing (xDS disabled).
+// already attached is left as it is (logged), and so is any name once
+// Close has begun. On a nil Server it does nothing (xDS disabled).
 func (s *Server) Attach(name string, reg *registry.Registry) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	sp := s.spaces[name]
-	if sp == nil {
-		sp = &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
-		s.spaces[name] = sp
+	defer s.mu.Unlock()
+	if s.closing {
+		s.log.Warn("xds: namespace attached after Close; not served", "namespace", name)
+		return
 	}
-	again := sp.attached
-	sp.attached = true
-	s.mu.Unlock()
-	if again {
+	if sp := s.spaces[name]; sp != nil {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
+	sp := &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
+	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
-	// missed; the first view is read by the feeder after subscribing.
+	// missed; the first view is read by the feeder after subscribing. The
+	// feeder joins the wait group under s.mu, so never after Close's Wait
+	// began.
 	sub := reg.Subscribe(s.cfg.Buffer)
 	s.wg.Go(func() { s.feed(sp, reg, sub) })
 }
@@ -266,12 +268,17 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 // Addr is the address Start listens on (nil before Start).
 func (s *Server) Addr() net.Addr { return s.addr }
 
-// Close stops serving (open streams end) and the namespaces' feeders. It
-// may be called more than once; on a nil Server it does nothing.
+// Close stops serving (open streams end) and the namespaces' feeders, and
+// returns once they have ended, whether Start was called, failed or
+// succeeded. It may be called more than once; on a nil Server it does
+// nothing.
 func (s *Server) Close() {
 	if s == nil {
 		return
 	}
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.closeOnce.Do(func() {
 		s.cancel()
 		if s.grpc != nil {

@@ -3,6 +3,7 @@ package xds
 import (
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -527,4 +528,35 @@ func TestStatusChangeMovesOnlyEDS(t *testing.T) {
 		t.Errorf("a status change resent the clusters %v", names(t, r))
 	default:
 	}
+}
+
+// Close ends the feeders and waits for them, whether or not Start ran or
+// failed; an Attach after Close starts nothing (it would race Close's
+// wait).
+func TestCloseWaitsAndAttachAfterCloseIsRefused(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	s := New(Config{})
+	s.Attach("default", registry.New(registry.Options{}))
+	if err := s.Start(t.Context(), lis.Addr().String()); err == nil {
+		t.Fatal("Start on a taken port succeeded")
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Fatal("Close after a failed Start did not return: a feeder was left running")
+	}
+	s.Attach("late", registry.New(registry.Options{}))
+	s.mu.Lock()
+	_, late := s.spaces["late"]
+	s.mu.Unlock()
+	if late {
+		t.Error("a namespace attached after Close is served")
+	}
+	s.Close() // again: returns
 }

@@ -118,9 +118,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	replCtx, replStop := context.WithCancel(ctx)
 	defer replStop()
 	a.startLoops(a, ctx, replCtx, &wg, &replWG)
-	// The namespaces configured or restored at start-up start here; those
-	// created later start when they are created.
+	// The namespaces of start-up start here, later ones when created.
 	a.startNamespaces(ctx, replCtx, &wg, &replWG)
+	defer a.xds.Close() // awaited, also after a failed Start: its feeders and streams end before run returns
 	if err := a.xds.Start(ctx, a.cfg.Goreka.XDS.Listen()); err != nil {
 		return err
 	}
