@@ -245,6 +245,11 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		// keep them alive (Envoy and grpc-go ping no more than every 10 s
 		// unless configured otherwise).
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// And find the dead ones: a client gone without a FIN (a killed
+		// node, a dropped NAT entry) is pinged after 30 s of silence and
+		// its streams closed 10 s later, so its watches and its count in
+		// goreka_xds_clients do not outlive it.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.MaxConcurrentStreams(1000),
 	)
 	s.Register(s.grpc)
