@@ -435,21 +435,26 @@ func (r *Registry) placeLocked(app, id string, old, l *lease) {
 		}
 		group[id] = l
 	}
-	if old != nil {
-		r.countLocked(app, old.inst.Status, -1)
-		if old.static {
-			r.staticN--
+	switch {
+	case old != nil && l != nil:
+		// A re-registration: counted again only when its status moved, so
+		// the common one (same status) touches no count map.
+		if old.inst.Status != l.inst.Status {
+			r.countLocked(app, old.inst.Status, -1)
+			r.countLocked(app, l.inst.Status, 1)
 		}
-	} else {
+	case old != nil:
+		r.countLocked(app, old.inst.Status, -1)
+		r.size--
+	default:
+		r.countLocked(app, l.inst.Status, 1)
 		r.size++
 	}
-	if l != nil {
-		r.countLocked(app, l.inst.Status, 1)
-		if l.static {
-			r.staticN++
-		}
-	} else {
-		r.size--
+	if old != nil && old.static {
+		r.staticN--
+	}
+	if l != nil && l.static {
+		r.staticN++
 	}
 }
 
