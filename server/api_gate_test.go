@@ -11,6 +11,7 @@ import (
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // TestReadAPIBehindTheStartupGate: while Eureka's reads answer 403 (the
@@ -44,7 +45,7 @@ func TestReadAPIBehindTheStartupGate(t *testing.T) {
 	expect(t, f.do(t, "GET", "/eureka/apps", "", ""), 403, "")
 	for _, path := range reads {
 		rec := f.doBounded(t, path)
-		var body api.ErrorAnswer
+		var body wire.ErrorAnswer
 		if rec.Code != 403 || json.Unmarshal(rec.Body.Bytes(), &body) != nil || !strings.Contains(body.Error, "start-up sync") {
 			t.Errorf("before open, GET %s: %d %s, want 403 naming the start-up sync", path, rec.Code, rec.Body)
 		}
@@ -65,7 +66,7 @@ func TestReadAPIBehindTheStartupGate(t *testing.T) {
 			t.Errorf("after open, GET %s: %d %s", path, rec.Code, rec.Body)
 		}
 	}
-	var page api.InstancesPage
+	var page wire.InstancesPage
 	if err := json.Unmarshal(f.do(t, "GET", "/goreka/api/v1/instances", "", "").Body.Bytes(), &page); err != nil || len(page.Instances) != 1 {
 		t.Errorf("after open: %+v %v", page, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // TestReadAPIBehindTheEdge mounts the read API on a Server with basic auth:
@@ -37,7 +38,7 @@ func TestReadAPIBehindTheEdge(t *testing.T) {
 			t.Errorf("full user, GET %s: %d", path, rec.Code)
 		}
 	}
-	var page api.InstancesPage
+	var page wire.InstancesPage
 	if err := json.Unmarshal(f.do(t, "GET", "/goreka/api/v1/instances?app=orders", "viewer:look", "").Body.Bytes(), &page); err != nil {
 		t.Fatal(err)
 	}

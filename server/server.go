@@ -24,6 +24,7 @@ import (
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -287,7 +288,7 @@ func (s *Server) MountConsulAPI(a *api.API) { a.MountConsul(s.engine.Group("", s
 // Prometheus discovery does after any failed refresh.
 func (s *Server) apiGate(c *gin.Context) {
 	if s.gate != nil && !s.gate.AllowAccess() {
-		c.AbortWithStatusJSON(http.StatusForbidden, api.ErrorAnswer{Error: errNotOpen})
+		c.AbortWithStatusJSON(http.StatusForbidden, wire.ErrorAnswer{Error: errNotOpen})
 	}
 }
 

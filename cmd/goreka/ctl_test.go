@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/ctl"
-	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // The exit codes and the diff row of package ctl, which these tests run
@@ -69,12 +69,12 @@ func TestCtlAgainstServer(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ORDERS") || !strings.Contains(out, "UP=2") || !strings.Contains(out, "DB") {
 		t.Fatalf("apps: %d %q %q", code, out, stderr)
 	}
-	var aa api.AppsAnswer
+	var aa wire.AppsAnswer
 	if code, out, _ = ctlRun(t, nil, srv, "apps", "-o", "json"); code != 0 || json.Unmarshal([]byte(out), &aa) != nil || len(aa.Apps) != 2 {
 		t.Fatalf("apps -o json: %d %q", code, out)
 	}
 
-	var page api.InstancesPage
+	var page wire.InstancesPage
 	if code, out, _ = ctlRun(t, nil, srv, "-o=json", "instances", "app=orders"); code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Instances) != 2 {
 		t.Fatalf("instances app=orders: %d %q", code, out)
 	}

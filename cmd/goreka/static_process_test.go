@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // staticSet reads the static registrations a node serves through the read
@@ -20,7 +20,7 @@ func staticSet(n *node) ([]string, error) {
 	if err != nil || code != 200 {
 		return nil, fmt.Errorf("%d %v %s", code, err, b)
 	}
-	var page api.InstancesPage
+	var page wire.InstancesPage
 	if err := json.Unmarshal(b, &page); err != nil {
 		return nil, err
 	}

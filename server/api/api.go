@@ -104,10 +104,10 @@ func badParam(name, format string, args ...any) error {
 
 func answerError(c *gin.Context, err error) {
 	if pe, ok := err.(*paramError); ok {
-		c.JSON(http.StatusBadRequest, ErrorAnswer{Error: pe.Error(), Parameter: pe.name})
+		c.JSON(http.StatusBadRequest, wire.ErrorAnswer{Error: pe.Error(), Parameter: pe.name})
 		return
 	}
-	c.JSON(http.StatusInternalServerError, ErrorAnswer{Error: err.Error()})
+	c.JSON(http.StatusInternalServerError, wire.ErrorAnswer{Error: err.Error()})
 }
 
 // params parses the query string; a malformed one is refused rather than
@@ -290,14 +290,14 @@ func (a *API) instances(c *gin.Context) {
 	c.JSON(http.StatusOK, a.page(q))
 }
 
-func (a *API) page(q query) InstancesPage {
+func (a *API) page(q query) wire.InstancesPage {
 	now := a.cfg.Now()
 	limit := q.limit
 	if q.lc != "" {
 		limit = -1 // the lifecycle is not indexed: filter the other matches
 	}
 	rev, es := a.idx.Select(q.f, q.from, limit)
-	out := InstancesPage{Revision: rev, Instances: make([]Instance, 0, min(len(es), q.limit))}
+	out := wire.InstancesPage{Revision: rev, Instances: make([]wire.Instance, 0, min(len(es), q.limit))}
 	for _, en := range es {
 		v := a.live(en)
 		lc := LifecycleOf(v, now)
@@ -314,7 +314,7 @@ func (a *API) page(q query) InstancesPage {
 	return out
 }
 
-func (a *API) shape(v registry.LeaseView, lc Lifecycle) Instance {
+func (a *API) shape(v registry.LeaseView, lc Lifecycle) wire.Instance {
 	return InstanceOf(v, lc)
 }
 
@@ -324,9 +324,9 @@ func (a *API) apps(c *gin.Context) {
 		return
 	}
 	rev, apps := a.idx.Apps()
-	out := AppsAnswer{Revision: rev, Apps: make([]App, 0, len(apps))}
+	out := wire.AppsAnswer{Revision: rev, Apps: make([]wire.App, 0, len(apps))}
 	for _, ap := range apps {
-		out.Apps = append(out.Apps, App{Name: ap.Name, Instances: ap.Total, Statuses: ap.Status})
+		out.Apps = append(out.Apps, wire.App{Name: ap.Name, Instances: ap.Total, Statuses: ap.Status})
 	}
 	c.JSON(http.StatusOK, out)
 }

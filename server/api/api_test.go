@@ -17,6 +17,7 @@ import (
 
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -74,7 +75,7 @@ func (f *fixture) get(path string, v any) int {
 		if err := json.Unmarshal(body, v); err != nil {
 			f.t.Fatalf("GET %s: %v in %s", path, err, body)
 		}
-	} else if _, isErr := v.(*ErrorAnswer); isErr {
+	} else if _, isErr := v.(*wire.ErrorAnswer); isErr {
 		if err := json.Unmarshal(body, v); err != nil {
 			f.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
 		}
@@ -84,7 +85,7 @@ func (f *fixture) get(path string, v any) int {
 	return resp.StatusCode
 }
 
-func ids(p InstancesPage) []string {
+func ids(p wire.InstancesPage) []string {
 	var out []string
 	for _, in := range p.Instances {
 		out = append(out, in.App+"/"+in.ID)
@@ -127,7 +128,7 @@ func TestInstancesFiltersAndShape(t *testing.T) {
 		{"?lifecycle=held", nil},
 	}
 	for _, c := range cases {
-		var p InstancesPage
+		var p wire.InstancesPage
 		if code := f.get(Prefix+"/instances"+c.query, &p); code != 200 {
 			t.Fatalf("%s: %d", c.query, code)
 		}
@@ -199,7 +200,7 @@ func TestInstancesPaging(t *testing.T) {
 			if token != "" {
 				q += "&continue=" + url.QueryEscape(token)
 			}
-			var p InstancesPage
+			var p wire.InstancesPage
 			if code := f.get(q, &p); code != 200 {
 				t.Fatalf("%s: %d", q, code)
 			}
@@ -230,14 +231,14 @@ func TestInstancesPaging(t *testing.T) {
 
 	// Instances that come and go between pages: the next page continues
 	// after the last key it returned.
-	var p InstancesPage
+	var p wire.InstancesPage
 	f.get(Prefix+"/instances?limit=10", &p)
 	if err := f.reg.Cancel("APP1", "i00", false); err != nil { // the 10th item
 		t.Fatal(err)
 	}
 	f.register(inst("APP1", "i00a"))
 	f.register(inst("APP0", "i99")) // before the token: not seen on later pages
-	var next InstancesPage
+	var next wire.InstancesPage
 	f.get(Prefix+"/instances?limit=3&continue="+url.QueryEscape(p.Continue), &next)
 	if got, want := ids(next), []string{"APP1/i00a", "APP1/i01", "APP1/i02"}; !slices.Equal(got, want) {
 		t.Errorf("after changes: got %v, want %v", got, want)
@@ -249,7 +250,7 @@ func TestLifecycle(t *testing.T) {
 	f.register(inst("A", "quiet"))
 	f.register(inst("A", "beating"))
 	lc := func() map[string]Lifecycle {
-		var p InstancesPage
+		var p wire.InstancesPage
 		f.get(Prefix+"/instances", &p)
 		out := map[string]Lifecycle{}
 		for _, in := range p.Instances {
@@ -276,7 +277,7 @@ func TestLifecycle(t *testing.T) {
 	if got := lc(); got["quiet"] != LifecycleHeld || got["beating"] != LifecycleUp {
 		t.Errorf("at 91 s: %v", got)
 	}
-	var p InstancesPage
+	var p wire.InstancesPage
 	f.get(Prefix+"/instances?lifecycle=held", &p)
 	if got := ids(p); !slices.Equal(got, []string{"A/quiet"}) {
 		t.Errorf("lifecycle=held: %v", got)
@@ -320,7 +321,7 @@ func TestBadParameters(t *testing.T) {
 		{"/prometheus-sd?limit=3", "limit"},
 	}
 	for _, c := range cases {
-		var e ErrorAnswer
+		var e wire.ErrorAnswer
 		if code := f.get(Prefix+c.path, &e); code != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", c.path, code)
 			continue
@@ -344,9 +345,9 @@ func TestApps(t *testing.T) {
 	if err := f.reg.StatusUpdate("A", "a1", registry.StatusOutOfService, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
-	var got AppsAnswer
+	var got wire.AppsAnswer
 	f.get(Prefix+"/apps", &got)
-	want := AppsAnswer{Revision: 4, Apps: []App{
+	want := wire.AppsAnswer{Revision: 4, Apps: []wire.App{
 		{Name: "A", Instances: 1, Statuses: map[registry.Status]int{"OUT_OF_SERVICE": 1}},
 		{Name: "B", Instances: 2, Statuses: map[registry.Status]int{"UP": 1, "DOWN": 1}},
 	}}
@@ -460,7 +461,7 @@ func TestStaticMarked(t *testing.T) {
 	if _, err := f.reg.SetStatic([]*registry.Instance{inst("DB", "db-1")}); err != nil {
 		t.Fatal(err)
 	}
-	var page InstancesPage
+	var page wire.InstancesPage
 	if code := f.get(Prefix+"/instances", &page); code != 200 || len(page.Instances) != 2 {
 		t.Fatalf("%d %+v", code, page)
 	}
@@ -469,7 +470,7 @@ func TestStaticMarked(t *testing.T) {
 			t.Errorf("%s: static %v", in.ID, in.Static)
 		}
 	}
-	var ch ChangesAnswer
+	var ch wire.ChangesAnswer
 	if code := f.get(Prefix+"/changes?since=1", &ch); code != 200 || len(ch.Changes) != 1 || !ch.Changes[0].Instance.Static {
 		t.Fatalf("change of the static registration: %d %+v", code, ch)
 	}

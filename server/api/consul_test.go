@@ -1,6 +1,10 @@
 package api
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/goreka/goreka/server/api/wire"
+)
 
 // TestConsulBadParameters: a parameter the catalog does not know, or a
 // malformed one, is a 400 naming it. The official client and Prometheus'
@@ -15,7 +19,7 @@ func TestConsulBadParameters(t *testing.T) {
 		{"/v1/catalog/service/orders?dc=eu", "dc"},
 		{"/v1/health/service/orders?bogus=1", "bogus"},
 	} {
-		var e ErrorAnswer
+		var e wire.ErrorAnswer
 		if code := f.get(c.path, &e); code != 400 || e.Parameter != c.param {
 			t.Errorf("%s: %d %+v", c.path, code, e)
 		}

@@ -2,10 +2,9 @@
 // the server: instance queries with filters and paging, application counts,
 // a watch (Server-Sent Events) and a long poll on the registry's ordered
 // change stream, and Prometheus HTTP service discovery. README.md, section
-// "Tools", documents the shapes. They are declared in package wire
-// (server/api/wire) and named here by aliases: package apiclient, the Go
-// client of this API, reads them from there without importing this package
-// and gin.
+// "Tools", documents the shapes. They are declared once, in package wire
+// (server/api/wire), which this package writes and package apiclient, the
+// Go client of this API, reads without importing this package and gin.
 //
 // Everything is fed by API.OnEvent, which the owner calls with every
 // registry event in revision order (registry.Options.OnEvent):

@@ -38,23 +38,6 @@ func LastHeartbeat(v registry.LeaseView) time.Time { return v.LastHeartbeat }
 // LifecycleOf derives the lifecycle of a live lease at now.
 func LifecycleOf(v registry.LeaseView, now time.Time) Lifecycle { return v.Lifecycle(now) }
 
-// The JSON shapes of the API are package wire's (server/api/wire), so that
-// a client reads them without importing this package and gin; they are
-// named here too for the code that builds them.
-type (
-	Instance      = wire.Instance
-	DataCenter    = wire.DataCenter
-	Lease         = wire.Lease
-	InstancesPage = wire.InstancesPage
-	AppsAnswer    = wire.AppsAnswer
-	App           = wire.App
-	Change        = wire.Change
-	Snapshot      = wire.Snapshot
-	Lagged        = wire.Lagged
-	ChangesAnswer = wire.ChangesAnswer
-	ErrorAnswer   = wire.ErrorAnswer
-)
-
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -64,13 +47,13 @@ func stamp(t time.Time) string {
 
 // InstanceOf is the plain shape of a lease view. lc is "" where a lifecycle
 // does not apply (removals in the change stream).
-func InstanceOf(v registry.LeaseView, lc Lifecycle) Instance {
+func InstanceOf(v registry.LeaseView, lc Lifecycle) wire.Instance {
 	in := v.Instance
 	md := in.Metadata
 	if md == nil {
 		md = map[string]string{}
 	}
-	return Instance{
+	return wire.Instance{
 		App: in.App, ID: in.ID(), HostName: in.HostName, IPAddr: in.IPAddr,
 		Status: in.Status, OverriddenStatus: in.OverriddenStatus, Lifecycle: lc, Static: v.Static,
 		Port: in.Port.Number, PortEnabled: in.Port.Enabled,
@@ -79,9 +62,9 @@ func InstanceOf(v registry.LeaseView, lc Lifecycle) Instance {
 		HomePageURL: in.HomePageURL, StatusPageURL: in.StatusPageURL,
 		HealthCheckURL: in.HealthCheckURL, SecureHealthURL: in.SecureHealthCheckURL,
 		AppGroupName: in.AppGroupName, ASGName: in.ASGName, CountryID: in.CountryID,
-		DataCenter: DataCenter{Name: in.DataCenterInfo.Name, Metadata: in.DataCenterInfo.Metadata},
+		DataCenter: wire.DataCenter{Name: in.DataCenterInfo.Name, Metadata: in.DataCenterInfo.Metadata},
 		Metadata:   md,
-		Lease: Lease{
+		Lease: wire.Lease{
 			RenewalIntervalSeconds: int64(v.RenewalInterval / time.Second),
 			DurationSeconds:        int64(v.Duration / time.Second),
 			Registered:             stamp(v.RegistrationTimestamp),
@@ -109,11 +92,11 @@ var kindNames = map[registry.EventKind]string{
 }
 
 // ChangeOf is the plain shape of an event.
-func ChangeOf(e registry.Event) Change {
+func ChangeOf(e registry.Event) wire.Change {
 	kind, ok := kindNames[e.Kind]
 	if !ok {
 		kind = e.Kind.String()
 	}
-	return Change{Revision: e.Revision, Kind: kind, App: e.App, ID: e.ID, PrevStatus: e.Prev,
+	return wire.Change{Revision: e.Revision, Kind: kind, App: e.App, ID: e.ID, PrevStatus: e.Prev,
 		Instance: InstanceOf(e.Lease, ""), FromPeer: e.FromPeer}
 }

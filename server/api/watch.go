@@ -88,10 +88,10 @@ func (h *history) between(ctx context.Context, since, upto int64) ([]registry.Ev
 	return out, true
 }
 
-func (a *API) snapshot() Snapshot {
+func (a *API) snapshot() wire.Snapshot {
 	view := a.reg.Applications()
 	now := a.cfg.Now()
-	out := Snapshot{Revision: view.Revision, Instances: []Instance{}}
+	out := wire.Snapshot{Revision: view.Revision, Instances: []wire.Instance{}}
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
 			out.Instances = append(out.Instances, a.shape(v, LifecycleOf(v, now)))
@@ -100,7 +100,7 @@ func (a *API) snapshot() Snapshot {
 	return out
 }
 
-func (a *API) change(e registry.Event) Change {
+func (a *API) change(e registry.Event) wire.Change {
 	return ChangeOf(e)
 }
 
@@ -198,7 +198,7 @@ func (a *API) watch(c *gin.Context) {
 				var lag *registry.LaggedError
 				if errors.As(sub.Err(), &lag) {
 					r := max(last, lag.Revision)
-					_ = sse(w, r, wire.EventLagged, Lagged{Revision: r, Reason: "the watcher fell behind; resume with ?since=" + strconv.FormatInt(r, 10)})
+					_ = sse(w, r, wire.EventLagged, wire.Lagged{Revision: r, Reason: "the watcher fell behind; resume with ?since=" + strconv.FormatInt(r, 10)})
 					w.Flush()
 				}
 				return
@@ -266,14 +266,14 @@ func (a *API) changes(c *gin.Context) {
 	c.JSON(http.StatusOK, a.poll(c.Request.Context(), since, wait))
 }
 
-func (a *API) poll(ctx context.Context, since int64, wait time.Duration) ChangesAnswer {
+func (a *API) poll(ctx context.Context, since int64, wait time.Duration) wire.ChangesAnswer {
 	sub, backlog, snap := a.start(ctx, since)
 	defer sub.Close()
 	if snap {
 		s := a.snapshot()
-		return ChangesAnswer{Revision: s.Revision, Changes: []Change{}, Snapshot: &s}
+		return wire.ChangesAnswer{Revision: s.Revision, Changes: []wire.Change{}, Snapshot: &s}
 	}
-	out := ChangesAnswer{Revision: sub.Start(), Changes: make([]Change, 0, len(backlog))}
+	out := wire.ChangesAnswer{Revision: sub.Start(), Changes: make([]wire.Change, 0, len(backlog))}
 	for _, e := range backlog {
 		out.Changes = append(out.Changes, a.change(e))
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 type sseEvent struct {
@@ -97,10 +98,10 @@ func (w *watcher) next() sseEvent {
 	return ev
 }
 
-func (w *watcher) change(kind, id string, rev int64) Change {
+func (w *watcher) change(kind, id string, rev int64) wire.Change {
 	w.t.Helper()
 	ev := w.next()
-	ch := decode[Change](w.t, ev.data)
+	ch := decode[wire.Change](w.t, ev.data)
 	if ev.event != "change" || ev.id != rev || ch.Revision != rev || ch.Kind != kind || ch.ID != id {
 		w.t.Fatalf("got %s id %d %+v, want change %d %s %s", ev.event, ev.id, ch, rev, kind, id)
 	}
@@ -113,7 +114,7 @@ func TestWatchSnapshotThenChanges(t *testing.T) {
 	f.register(inst("B", "b1"))
 	w := f.watch("", nil)
 	ev := w.next()
-	snap := decode[Snapshot](t, ev.data)
+	snap := decode[wire.Snapshot](t, ev.data)
 	if ev.event != "snapshot" || ev.id != 2 || snap.Revision != 2 || len(snap.Instances) != 2 ||
 		snap.Instances[0].ID != "a1" || snap.Instances[1].ID != "b1" {
 		t.Fatalf("snapshot: %s %d %+v", ev.event, ev.id, snap)
@@ -166,7 +167,7 @@ func TestWatchResume(t *testing.T) {
 	// a restart) and 0 start with a snapshot.
 	for _, q := range []string{"?since=3", "?since=99", "?since=0"} {
 		w = f.watch(q, nil)
-		if ev := w.next(); ev.event != "snapshot" || ev.id != 7 || len(decode[Snapshot](t, ev.data).Instances) != 7 {
+		if ev := w.next(); ev.event != "snapshot" || ev.id != 7 || len(decode[wire.Snapshot](t, ev.data).Instances) != 7 {
 			t.Errorf("%s: %s %d", q, ev.event, ev.id)
 		}
 	}
@@ -239,7 +240,7 @@ func TestWatchSlowReaderIsCutOffWithResumeRevision(t *testing.T) {
 		case "change":
 			got = append(got, ev.id)
 		case "lagged":
-			resume = decode[Lagged](t, ev.data).Revision
+			resume = decode[wire.Lagged](t, ev.data).Revision
 			if ev.id != resume {
 				t.Errorf("lagged id %d, revision %d", ev.id, resume)
 			}
@@ -314,7 +315,7 @@ func watchProperty(t *testing.T, buffer int) {
 	var (
 		snapRev int64
 		state   map[string]registry.Status
-		changes []Change
+		changes []wire.Change
 		lags    int
 	)
 	snapCh := make(chan int64, 1)
@@ -341,21 +342,21 @@ func watchProperty(t *testing.T, buffer int) {
 				switch ev.event {
 				case "lagged":
 					lags++
-					since = decode[Lagged](t, ev.data).Revision
+					since = decode[wire.Lagged](t, ev.data).Revision
 					break stream
 				case "snapshot":
 					if state != nil {
 						done <- fmt.Errorf("a snapshot on resuming at %d: the history covers it", since)
 						return
 					}
-					s := decode[Snapshot](t, ev.data)
+					s := decode[wire.Snapshot](t, ev.data)
 					snapRev, state = s.Revision, map[string]registry.Status{}
 					for _, in := range s.Instances {
 						state[in.App+"/"+in.ID] = in.Status
 					}
 					snapCh <- snapRev
 				case "change":
-					changes = append(changes, decode[Change](t, ev.data))
+					changes = append(changes, decode[wire.Change](t, ev.data))
 				}
 				if total < 0 {
 					select {
@@ -467,17 +468,17 @@ func TestChangesLongPoll(t *testing.T) {
 	f.register(inst("A", "a1"))
 	f.register(inst("A", "a2"))
 	f.register(inst("A", "a3"))
-	var ans ChangesAnswer
+	var ans wire.ChangesAnswer
 	f.get(Prefix+"/changes", &ans)
 	if ans.Snapshot == nil || ans.Revision != 3 || ans.Snapshot.Revision != 3 || len(ans.Snapshot.Instances) != 3 || len(ans.Changes) != 0 {
 		t.Fatalf("since=0: %+v", ans)
 	}
-	ans = ChangesAnswer{}
+	ans = wire.ChangesAnswer{}
 	f.get(Prefix+"/changes?since=1", &ans)
 	if ans.Snapshot != nil || ans.Revision != 3 || len(ans.Changes) != 2 || ans.Changes[0].ID != "a2" || ans.Changes[1].ID != "a3" {
 		t.Fatalf("since=1: %+v", ans)
 	}
-	ans = ChangesAnswer{}
+	ans = wire.ChangesAnswer{}
 	f.get(Prefix+"/changes?since=0&wait=0s", &ans)
 	if ans.Snapshot == nil {
 		t.Fatal("since=0 with wait=0s: no snapshot")
@@ -485,9 +486,9 @@ func TestChangesLongPoll(t *testing.T) {
 
 	// Nothing new yet: the poll waits for the next change, made while it
 	// waits (or just before it subscribed: it is then in the history).
-	res := make(chan ChangesAnswer)
+	res := make(chan wire.ChangesAnswer)
 	go func() {
-		var a ChangesAnswer
+		var a wire.ChangesAnswer
 		f.get(Prefix+"/changes?since=3&wait=1m", &a)
 		res <- a
 	}()
@@ -518,7 +519,7 @@ func TestChangesWaitTimesOut(t *testing.T) {
 		if took := time.Since(start); took != 30*time.Second {
 			t.Errorf("answered after %s, want the 30s wait", took)
 		}
-		ans := decode[ChangesAnswer](t, rec.Body.String())
+		ans := decode[wire.ChangesAnswer](t, rec.Body.String())
 		if rec.Code != 200 || ans.Revision != 1 || len(ans.Changes) != 0 || ans.Snapshot != nil {
 			t.Errorf("%d %+v", rec.Code, ans)
 		}
