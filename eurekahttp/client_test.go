@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -300,36 +301,11 @@ func TestInstanceCalls(t *testing.T) {
 	}
 }
 
-// deaf is a listener that accepts connections and never reads from them
+// deaf is a peer that accepts connections and never reads from them
 // (a peer hung with its socket open).
 func deaf(t *testing.T) Endpoint {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	ep, err := ParseURL("http://" + ln.Addr().String() + "/eureka/")
+	ep, err := ParseURL("http://" + proctest.Deaf(t) + "/eureka/")
 	if err != nil {
 		t.Fatal(err)
 	}
