@@ -54,3 +54,20 @@ func (f *fixture) register(in *registry.Instance) {
 		f.t.Fatal(err)
 	}
 }
+
+// newConsulFixture is a fixture with the Consul catalog mounted and three
+// instances registered: ORDERS o1 (metadata zone=a), ORDERS o2 (DOWN) and
+// BILLING b1.
+func newConsulFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.api.MountConsul(f.eng)
+	o1 := inst("ORDERS", "o1")
+	o1.Metadata = map[string]string{"zone": "a"}
+	f.register(o1)
+	o2 := inst("ORDERS", "o2")
+	o2.Status = registry.StatusDown
+	f.register(o2)
+	f.register(inst("BILLING", "b1"))
+	return f
+}
