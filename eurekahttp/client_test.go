@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -72,7 +73,13 @@ func streaming(t *testing.T, body []byte, pieces int, gap time.Duration, stallAt
 
 func endpoint(t *testing.T, srv *httptest.Server) Endpoint {
 	t.Helper()
-	ep, err := ParseURL(srv.URL + "/eureka")
+	return mustParseURL(t, srv.URL+"/eureka")
+}
+
+// mustParseURL is ParseURL(u), failing the test on an error.
+func mustParseURL(t *testing.T, u string) Endpoint {
+	t.Helper()
+	ep, err := ParseURL(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +189,7 @@ func TestHeadersCredentialsAndGzip(t *testing.T) {
 	rec := &recorder{status: http.StatusOK, body: registryBody(3), gz: true}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
-	ep, err := ParseURL(strings.Replace(srv.URL, "http://", "http://admin:s:cret@", 1) + "/eureka?x=1#f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := mustParseURL(t, strings.Replace(srv.URL, "http://", "http://admin:s:cret@", 1)+"/eureka?x=1#f")
 	if ep.URL != srv.URL+"/eureka/" || fmt.Sprintf("%v %+v", ep, ep) != ep.URL+" "+ep.URL {
 		t.Fatalf("endpoint %q printed %v", ep.URL, ep)
 	}
@@ -300,40 +304,11 @@ func TestInstanceCalls(t *testing.T) {
 	}
 }
 
-// deaf is a listener that accepts connections and never reads from them
+// deaf is a peer that accepts connections and never reads from them
 // (a peer hung with its socket open).
 func deaf(t *testing.T) Endpoint {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	ep, err := ParseURL("http://" + ln.Addr().String() + "/eureka/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ep
+	return mustParseURL(t, "http://"+proctest.Deaf(t)+"/eureka/")
 }
 
 // TestReadTimeoutBoundsWrites: writing a request to a peer that does not
@@ -579,10 +554,7 @@ func TestRefusedAnswerIsNotRead(t *testing.T) {
 	if _, err := c.PostBatch(ctx, endpoint(t, srv), nil); !errors.As(err, &se) || se.Code != 503 {
 		t.Errorf("batch answered 503 and a long body: %v, want a *StatusError", err)
 	}
-	gz, err := ParseURL(srv.URL + "/gz/eureka")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gz := mustParseURL(t, srv.URL+"/gz/eureka")
 	if _, err := c.GetApplications(ctx, gz, Full); !errors.As(err, &se) || se.Code != 503 {
 		t.Errorf("GET answered 503 and broken gzip: %v, want a *StatusError", err)
 	}

@@ -7,23 +7,13 @@ import (
 	"time"
 
 	consul "github.com/hashicorp/consul/api"
-
-	"github.com/goreka/goreka/registry"
 )
 
 // TestConsulCatalogWithTheOfficialClient reads the catalog with
 // github.com/hashicorp/consul/api: services, a service's instances, health
 // with ?passing, agent/self, and a blocking query woken by a registration.
 func TestConsulCatalogWithTheOfficialClient(t *testing.T) {
-	f := newFixture(t)
-	f.api.MountConsul(f.eng)
-	o1 := inst("ORDERS", "o1")
-	o1.Metadata = map[string]string{"zone": "a"}
-	f.register(o1)
-	o2 := inst("ORDERS", "o2")
-	o2.Status = registry.StatusDown
-	f.register(o2)
-	f.register(inst("BILLING", "b1"))
+	f := newConsulFixture(t)
 
 	u, _ := url.Parse(f.srv.URL)
 	cfg := consul.DefaultConfig()

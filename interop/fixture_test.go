@@ -11,6 +11,7 @@ import (
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/xds"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -52,5 +53,52 @@ func (f *fixture) register(in *registry.Instance) {
 	f.t.Helper()
 	if _, err := f.reg.Register(in, false); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// newConsulFixture is a fixture with the Consul catalog mounted and three
+// instances registered: ORDERS o1 (metadata zone=a), ORDERS o2 (DOWN) and
+// BILLING b1.
+func newConsulFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.api.MountConsul(f.eng)
+	o1 := inst("ORDERS", "o1")
+	o1.Metadata = map[string]string{"zone": "a"}
+	f.register(o1)
+	o2 := inst("ORDERS", "o2")
+	o2.Status = registry.StatusDown
+	f.register(o2)
+	f.register(inst("BILLING", "b1"))
+	return f
+}
+
+// startXDS is an empty registry attached (as "default") to an xDS server
+// with zone priority and held leases as UNHEALTHY, listening on a free
+// loopback port until the test ends.
+func startXDS(t *testing.T) (*registry.Registry, *xds.Server) {
+	t.Helper()
+	reg := registry.New(registry.Options{})
+	srv := xds.New(xds.Config{ZonePriority: true, HeldAsUnhealthy: true})
+	srv.Attach("default", reg)
+	if err := srv.Start(t.Context(), "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return reg, srv
+}
+
+// checkOutOfServiceTimes checks the times after an instance (backend) was
+// set OUT_OF_SERVICE: the EDS push within 1 s (pushed), and the xDS
+// consumer's picks without it within 5 s end to end (took), where the
+// consumer's calls are called unit.
+func checkOutOfServiceTimes(t *testing.T, consumer, backend, unit string, pushed, took time.Duration) {
+	t.Helper()
+	t.Logf("OUT_OF_SERVICE: pushed %v, out of %s's picks %v after the status update", pushed, consumer, took)
+	if pushed > time.Second {
+		t.Errorf("the EDS push took %v after OUT_OF_SERVICE, want within 1 s", pushed)
+	}
+	if took > 5*time.Second {
+		t.Errorf("%s still got %s %v after OUT_OF_SERVICE, want within 5 s end to end", backend, unit, took)
 	}
 }

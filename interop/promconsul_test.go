@@ -25,15 +25,7 @@ import (
 // instance with its address, health and metadata, and its blocking queries
 // see a registration and a cancel.
 func TestConsulCatalogWithPrometheusDiscovery(t *testing.T) {
-	f := newFixture(t)
-	f.api.MountConsul(f.eng)
-	o1 := inst("ORDERS", "o1")
-	o1.Metadata = map[string]string{"zone": "a"}
-	f.register(o1)
-	o2 := inst("ORDERS", "o2")
-	o2.Status = registry.StatusDown
-	f.register(o2)
-	f.register(inst("BILLING", "b1"))
+	f := newConsulFixture(t)
 	db := inst("DB", "pg-1")
 	db.IPAddr = "10.0.0.5"
 	db.Port = registry.Port{Number: 5432, Enabled: true}

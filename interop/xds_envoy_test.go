@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
-	"github.com/goreka/goreka/xds"
 )
 
 // envoyBinary finds a real Envoy: $GOREKA_ENVOY, the virtualenv .ci/run
@@ -175,13 +174,7 @@ func hits(url string, n int) map[string]int {
 
 func TestEnvoyOverADS(t *testing.T) {
 	bin := envoyBinary(t)
-	reg := registry.New(registry.Options{})
-	srv := xds.New(xds.Config{ZonePriority: true, HeldAsUnhealthy: true})
-	srv.Attach("default", reg)
-	if err := srv.Start(t.Context(), "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	reg, srv := startXDS(t)
 
 	// Three backends: with one of them out, two thirds stay healthy, above
 	// Envoy's panic threshold (50 %), so Envoy honours the health status.
@@ -233,13 +226,7 @@ func TestEnvoyOverADS(t *testing.T) {
 		}
 	}
 	took := time.Since(start)
-	t.Logf("OUT_OF_SERVICE: pushed %v, out of Envoy's picks %v after the status update", pushed, took)
-	if pushed > time.Second {
-		t.Errorf("the EDS push took %v after OUT_OF_SERVICE, want within 1 s", pushed)
-	}
-	if took > 5*time.Second {
-		t.Errorf("c still got requests %v after OUT_OF_SERVICE, want within 5 s end to end", took)
-	}
+	checkOutOfServiceTimes(t, "Envoy", "c", "requests", pushed, took)
 	if h := hits(listener, 60); h["c"] != 0 || h["error"] != 0 || h["a"] == 0 || h["b"] == 0 {
 		t.Errorf("after OUT_OF_SERVICE: %v, want a and b only", h)
 	}

@@ -3,13 +3,12 @@ package replication
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/internal/proctest"
 )
 
 // TestLargeBatchToADeafPeerFailsAfterAReadTimeout: what the doc says of a
@@ -18,31 +17,7 @@ import (
 // one read timeout, as congestion, not when the sender's context ends.
 func TestLargeBatchToADeafPeerFailsAfterAReadTimeout(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	addr := proctest.Deaf(t)
 	const read = 200 * time.Millisecond
 	h := newHTTPClient(&Config{PeerNodeConnectTimeout: time.Second, PeerNodeReadTimeout: read, UserAgent: "test"})
 	items := make([]compat.ReplicationItem, 0, 20000)
@@ -50,11 +25,11 @@ func TestLargeBatchToADeafPeerFailsAfterAReadTimeout(t *testing.T) {
 	for i := range cap(items) {
 		items = append(items, compat.ReplicationItem{AppName: "A", ID: fmt.Sprint(pad, i), Action: compat.ActionHeartbeat})
 	}
-	p := mustPeer(t, "http://"+ln.Addr().String()+"/eureka/")
+	p := mustPeer(t, "http://"+addr+"/eureka/")
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = h.sendBatch(ctx, &p, items)
+	_, err := h.sendBatch(ctx, &p, items)
 	took := time.Since(start)
 	if err == nil || classify(err) != failCongestion || ctx.Err() != nil {
 		t.Fatalf("batch to a deaf peer: %v (%v) after %v, want a read timeout", err, classify(err), took)

@@ -2,7 +2,8 @@
 // run beside it) as a separate process: a port that no other test takes,
 // the process with its logs, waits for readiness, signals, and stopping.
 // It is test support: only test files import it (cmd/goreka's harness,
-// server's browser test, chaos, compat/suite, interop).
+// server's browser test, chaos, compat/suite, interop, and eurekahttp's
+// and replication's tests of a hung peer).
 //
 // Ports. A port taken from ":0" and closed again lies in the kernel's
 // ephemeral range, and between the test's check and the child's bind any
@@ -29,4 +30,7 @@
 // goreka's main in the test binary itself (cmd/goreka) calls RunAsGoreka
 // from TestMain and starts Self instead, so that no separate build is
 // needed and the race detector covers the child.
+//
+// Peers. Deaf is a listener in the test binary that accepts connections
+// and never reads from them: a peer hung with its socket open.
 package proctest
