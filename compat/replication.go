@@ -216,3 +216,10 @@ func DecodeReplicationResponses(body []byte) ([]ReplicationResponse, error) {
 	}
 	return rs, nil
 }
+
+// RenewalsPath is goreka's aggregated-heartbeat endpoint, relative to a
+// Eureka base URL (http://host:port/eureka/): a relay posts there the
+// heartbeats of the clients it holds as a replication list of Heartbeat
+// items, each applied as the instance's own heartbeat and answered in order
+// (AppendReplicationResponses). A stock Eureka server answers 404.
+const RenewalsPath = "goreka/renewals"

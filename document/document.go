@@ -20,16 +20,21 @@ type Config struct {
 	// Regions are the remote regions merged into the documents; the zero
 	// value has none.
 	Regions Regions
+	// Upstream is a relay's copy of its upstream registry (package relay),
+	// joined with the local registry in every read; nil: none. It takes the
+	// place of Regions.
+	Upstream Upstream
 }
 
 // Builder builds the registry documents of one registry: it is the
 // response cache's loader (Load) and keeps the chunks of the full registry
 // and the delta between builds. It is safe for concurrent use.
 type Builder struct {
-	reg     *registry.Registry
-	codecs  compat.Codecs
-	regions Regions
-	fr      *fragments
+	reg      *registry.Registry
+	codecs   compat.Codecs
+	regions  Regions
+	upstream Upstream
+	fr       *fragments
 	// regionDeltaVersion is Eureka's versionDeltaWithRegions: the
 	// versions__delta of the deltas with ?regions=, a counter of its own.
 	regionDeltaVersion atomic.Int64
@@ -37,7 +42,7 @@ type Builder struct {
 
 // New returns the Builder of cfg.Registry's documents.
 func New(cfg Config) *Builder {
-	return &Builder{reg: cfg.Registry, codecs: cfg.Codecs, regions: cfg.Regions, fr: newFragments(cfg.Registry, cfg.Codecs)}
+	return &Builder{reg: cfg.Registry, codecs: cfg.Codecs, regions: cfg.Regions, upstream: cfg.Upstream, fr: newFragments(cfg.Registry, cfg.Codecs)}
 }
 
 // Regions returns the remote regions the documents merge in (Config.Regions),
@@ -59,6 +64,9 @@ func (b *Builder) Regions() Regions { return b.regions }
 // (the full registry from chunks, the remote-only applications in a segment
 // of their own, so a local change re-encodes no remote application).
 func (b *Builder) Load(k cache.Key, w io.Writer) (bool, error) {
+	if b.upstream != nil {
+		return b.loadUpstream(k, w)
+	}
 	if !b.regions.On() {
 		return b.loadLocal(k, w)
 	}

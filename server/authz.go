@@ -210,6 +210,11 @@ func (p *principal) mayDo(c *gin.Context, rt *boundRoute) string {
 			c.Set(principalKey, p)
 		}
 		return ""
+	case writeRenewals:
+		if !p.allApps {
+			c.Set(principalKey, p)
+		}
+		return ""
 	case writeOther:
 		return fmt.Sprintf("user %q may not %s %s (needs role %s)", p.name, c.Request.Method, rt.label, RoleAdmin)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/server/metrics"
 )
 
@@ -51,8 +52,9 @@ const (
 	writeCancel
 	writeStatus
 	writeMetadata
-	writeBatch   // a replication batch: the peer role, then per item
-	writeNoRoute // no route matched: gin answers 404 or 405, nothing is written
+	writeBatch    // a replication batch: the peer role, then per item
+	writeRenewals // a relay's aggregated heartbeats: per item, as renews
+	writeNoRoute  // no route matched: gin answers 404 or 405, nothing is written
 )
 
 // verb names an app write in a refusal ("write" for an action without a
@@ -61,7 +63,7 @@ func (a writeAction) verb() string {
 	switch a {
 	case writeRegister:
 		return "register"
-	case writeRenew:
+	case writeRenew, writeRenewals:
 		return "renew"
 	case writeCancel:
 		return "cancel"
@@ -84,6 +86,7 @@ const (
 	routeVIP      = "/eureka/vips/:vip"
 	routeSVIP     = "/eureka/svips/:vip"
 	routeBatch    = "/eureka/peerreplication/batch"
+	routeRenewals = "/eureka/" + compat.RenewalsPath
 )
 
 // routeTable is the one route table of the edge.
@@ -101,6 +104,7 @@ var routeTable = map[routeKey]route{
 	{http.MethodDelete, routeStatus}:   {write: writeStatus},
 	{http.MethodPut, routeMetadata}:    {write: writeMetadata},
 	{http.MethodPost, routeBatch}:      {write: writeBatch},
+	{http.MethodPost, routeRenewals}:   {write: writeRenewals},
 }
 
 // Requests that match no route (404, and 405 for a known path) are

@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
@@ -229,6 +230,7 @@ func (s *Server) routes() {
 	g.GET("/svips/:vip", s.getSVIP)
 	g.PUT("/asg/:asg/status", s.asgStatus)
 	g.POST("/peerreplication/batch", s.batch)
+	g.POST("/"+compat.RenewalsPath, s.renewals)
 	g.GET("/status", s.getStatus)
 	g.GET("/serverinfo/statusoverrides", s.statusOverrides)
 	e.GET("/serverinfo/statusoverrides", s.statusOverrides)

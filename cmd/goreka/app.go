@@ -91,7 +91,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		return nil, err
 	}
 	a.srv.SetNamespaces(namespaceServers{a.ns})
-	a.http = httpServer(cfg, a.srv, log)
+	a.http = httpServer(cfg, a.relay.Handler(a.srv), log) // a.srv itself when not a relay
 	return a, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/relay"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
@@ -34,6 +35,7 @@ type stack struct {
 	evictor *eviction.Evictor
 	health  *health.Monitor
 	repl    *replication.Replicator
+	relay   *relay.Relay   // goreka.relay.*, the default namespace's only; nil: not a relay
 	srv     *server.Server // the namespace's HTTP handler
 	api     *api.API       // the read API for tools, fed from onEvent
 	ops     *server.Ops    // readiness and shutdown state of srv
@@ -76,13 +78,20 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	// Remote regions are server-wide in Eureka and exchanged by stock
 	// servers, which know only the default namespace: they are merged into
 	// its reads only.
+	var up document.Upstream
 	if name == namespace.Default {
 		var err error
 		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange); err != nil {
 			return nil, err
 		}
+		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange); err != nil {
+			return nil, err
+		}
 	}
-	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions})
+	if s.relay != nil {
+		up = s.relay
+	}
+	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions, Upstream: up})
 	cc := cacheConfig(cfg, now)
 	// One rate limiter and one set of per-client fetch limits for the
 	// process, as in Eureka (its rate limiter is global): the default
@@ -122,7 +131,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	}
 
 	s.metrics = a.metricsFor(name, metrics.Sources{Cache: s.cache.Stats, Instances: s.reg.AppStatusCounts})
-	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector())
+	s.metrics.MustRegister(s.evictor.Collector(), s.repl.Collector(), s.health.Collector(), s.relay.Collector())
 	if name == namespace.Default {
 		// Process-wide, shared by every namespace: served at /metrics.
 		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
@@ -161,6 +170,7 @@ func (s *stack) onEvent(e registry.Event) {
 	if s.api != nil {
 		s.api.OnEvent(e)
 	}
+	s.relay.OnEvent(e)
 	if s.metrics != nil {
 		s.metrics.OnEvent(e)
 	}
@@ -176,6 +186,7 @@ func (s *stack) onRenew(rn registry.Renewal) {
 	if s.metrics != nil {
 		s.metrics.OnRenew(rn)
 	}
+	s.relay.OnRenew(rn)
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.log.Debug("renewed", "app", rn.App, "instance", rn.ID, "replication", rn.FromPeer)
 	}
@@ -209,6 +220,7 @@ func (s *stack) runLoops(a *app, ctx, replCtx context.Context, wg, replWG *sync.
 	if s.regions.Set.Len() > 0 {
 		wg.Go(func() { a.runLoop(ctx, "remote regions", s.regions.Set.Run) })
 	}
+	wg.Go(func() { a.runLoop(ctx, "relay", s.relay.Run) }) // returns at once when not a relay
 	wg.Go(func() { a.runLoop(ctx, s.loopName("eviction"), s.evictor.Run) })
 	wg.Go(func() { a.runLoop(ctx, s.loopName("health"), s.health.Run) })
 	replWG.Go(func() { a.runLoop(replCtx, s.loopName("replication"), s.repl.Run) })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/relay"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
@@ -265,4 +267,15 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 	}
 	out.Set = region.NewSet(remotes, rr.AppWhitelist)
 	return out, nil
+}
+
+// newRelay maps goreka.relay.*: nil without an upstream.
+func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change)) (*relay.Relay, error) {
+	rc := cfg.Goreka.Relay
+	if len(rc.Upstream) == 0 {
+		return nil, nil
+	}
+	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,
+		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange,
+		Self: relay.SelfAddresses(cfg.Server.Port, cfg.Instance.HostName(), cfg.Instance.IPAddress, cfg.Server.Address)}, reg)
 }

@@ -190,6 +190,18 @@ type GorekaConfig struct {
 	FetchLimit      FetchLimitConfig
 	Namespaces      NamespacesConfig
 	XDS             XDSConfig
+	Relay           RelayConfig
+}
+
+// RelayConfig holds goreka.relay.*: relay mode (package relay).
+type RelayConfig struct {
+	Upstream          []string      // goreka.relay.upstream; empty: not a relay
+	ID                string        // goreka.relay.id; empty: eureka.instance.instance-id
+	HeartbeatInterval time.Duration // goreka.relay.heartbeat-interval
+	FetchInterval     time.Duration // goreka.relay.fetch-interval
+	FetchApps         []string      // goreka.relay.fetch-apps
+	ReadOnly          bool          // goreka.relay.read-only
+	MaxQueue          int           // goreka.relay.max-queue
 }
 
 // XDSConfig holds goreka.xds.*: the xDS server for Envoy and proxyless gRPC

@@ -1,0 +1,191 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/eurekahttp"
+	"github.com/goreka/goreka/registry"
+)
+
+// beat is one collected heartbeat: what the instance's own heartbeat
+// upstream carries.
+type beat struct {
+	status registry.Status
+	dirty  time.Time
+}
+
+// heartbeats collects the local clients' heartbeats between two sends.
+type heartbeats struct {
+	mu      sync.Mutex
+	renewed map[key]beat
+}
+
+func (h *heartbeats) init() { h.renewed = map[key]beat{} }
+
+// OnRenew is the registry's heartbeat listener: a client's heartbeat that
+// found its lease is collected for the next send (a peer's is sent by the
+// relay the client heartbeats to). It runs on the renew path: it takes one
+// short lock and never blocks on I/O. A nil relay does nothing.
+func (r *Relay) OnRenew(rn registry.Renewal) {
+	if r == nil || rn.FromPeer || r.cfg.ReadOnly {
+		return
+	}
+	b := beat{status: rn.Instance.Status, dirty: rn.Instance.LastDirtyTimestamp}
+	r.hb.mu.Lock()
+	r.hb.renewed[key{rn.App, rn.ID}] = b
+	r.hb.mu.Unlock()
+}
+
+func (r *Relay) runHeartbeats(ctx context.Context) {
+	every(ctx, r.cfg.HeartbeatInterval, func() { r.HeartbeatOnce(ctx) })
+}
+
+// HeartbeatOnce sends the heartbeats collected since the last call: in one
+// request to a goreka upstream, one per instance paced over the heartbeat
+// interval to a stock one. Instances queued for forwarding are left out
+// (their registration comes first), looped ones too. An instance the
+// upstream answers 404 is queued for registration. It returns how many
+// heartbeats the upstream took.
+func (r *Relay) HeartbeatOnce(ctx context.Context) int {
+	r.hb.mu.Lock()
+	got := r.hb.renewed
+	r.hb.renewed = make(map[key]beat, len(got))
+	r.hb.mu.Unlock()
+	if len(got) == 0 {
+		return 0
+	}
+	keys := make([]key, 0, len(got))
+	r.fwd.mu.Lock()
+	for k := range got {
+		if r.fwd.queued[k] == nil && !r.fwd.looped[k] {
+			keys = append(keys, k)
+		}
+	}
+	r.fwd.mu.Unlock()
+	if len(keys) == 0 {
+		return 0
+	}
+	if r.upstreamKind(ctx) == kindGoreka {
+		if n, ok := r.aggregate(ctx, keys, got); ok {
+			return n
+		}
+	}
+	return r.paced(ctx, keys, got)
+}
+
+// upstreamKind probes the upstream in use once: a goreka answers an empty
+// aggregated-heartbeat list 200, a stock server 404 (or anything else).
+func (r *Relay) upstreamKind(ctx context.Context) int32 {
+	if k := r.kind.Load(); k != kindUnknown {
+		return k
+	}
+	var code int
+	err := r.call(ctx, func(ep eurekahttp.Endpoint) error {
+		var err error
+		code, _, err = r.client.Do(ctx, ep, http.MethodPost, compat.RenewalsPath, compat.AppendReplicationList(nil, nil))
+		return err
+	})
+	switch {
+	case err != nil:
+		return kindUnknown // unreachable: probe again next time
+	case code == http.StatusOK:
+		r.kind.Store(kindGoreka)
+	default:
+		r.kind.Store(kindStock)
+	}
+	return r.kind.Load()
+}
+
+// aggregate sends the heartbeats in one request; false when the upstream
+// did not take it (no answer, or it no longer has the endpoint: probed
+// again next time).
+func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (int, bool) {
+	items := make([]compat.ReplicationItem, len(keys))
+	for i, k := range keys {
+		b := got[k]
+		items[i] = compat.ReplicationItem{AppName: k.app, ID: k.id, Status: string(b.status), Action: compat.ActionHeartbeat}
+		if !b.dirty.IsZero() {
+			items[i].LastDirtyTimestamp, items[i].HasLastDirty = b.dirty.UnixMilli(), true
+		}
+	}
+	body := compat.AppendReplicationList(nil, items)
+	var code int
+	var out []byte
+	err := r.call(ctx, func(ep eurekahttp.Endpoint) error {
+		var err error
+		code, out, err = r.client.Do(ctx, ep, http.MethodPost, compat.RenewalsPath, body)
+		if err == nil && code >= 500 {
+			err = &eurekahttp.StatusError{Method: http.MethodPost, URL: ep.URL + compat.RenewalsPath, Code: code}
+		}
+		return err
+	})
+	if err != nil {
+		r.warn("heartbeat", "sending the aggregated heartbeats failed", "upstream", r.Upstream(), "count", len(items), "err", err)
+		return 0, true // the next interval brings fresh ones
+	}
+	if code == http.StatusLoopDetected {
+		for _, k := range keys {
+			r.loop(k, &eurekahttp.StatusError{Method: http.MethodPost, URL: compat.RenewalsPath, Code: code})
+		}
+		return 0, true
+	}
+	if code != http.StatusOK {
+		r.kind.Store(kindUnknown)
+		return 0, false
+	}
+	rs, err := compat.DecodeReplicationResponses(out)
+	if err != nil || len(rs) != len(keys) {
+		r.warn("heartbeat", "the upstream's answer to the aggregated heartbeats is unusable", "upstream", r.Upstream(), "err", err)
+		return 0, true
+	}
+	n := 0
+	for i, resp := range rs {
+		switch resp.StatusCode {
+		case http.StatusOK:
+			n++
+		case http.StatusNotFound:
+			r.m.reregistered.Add(1)
+			r.requeue(keys[i])
+		}
+	}
+	r.m.aggregated.Add(int64(n))
+	r.m.forwarded(actionHeartbeat).Add(int64(n))
+	return n, true
+}
+
+// paced sends one heartbeat per instance, spread over the heartbeat
+// interval (as the clients themselves would have sent them).
+func (r *Relay) paced(ctx context.Context, keys []key, got map[key]beat) int {
+	gap := r.cfg.HeartbeatInterval / time.Duration(len(keys)+1)
+	n := 0
+	for i, k := range keys {
+		if i > 0 && !r.cfg.Pace(ctx, gap) {
+			return n
+		}
+		b := got[k]
+		in := &registry.Instance{App: k.app, InstanceID: k.id, Status: b.status, LastDirtyTimestamp: b.dirty}
+		var found bool
+		err := r.call(ctx, func(ep eurekahttp.Endpoint) error {
+			var err error
+			found, err = r.client.Renew(ctx, ep, in)
+			return err
+		})
+		switch {
+		case err == nil && found:
+			n++
+			r.m.forwarded(actionHeartbeat).Add(1)
+		case err == nil:
+			r.m.reregistered.Add(1)
+			r.requeue(k)
+		case statusOf(err) == http.StatusLoopDetected:
+			r.loop(k, err)
+		default:
+			r.warn("heartbeat", "sending a heartbeat to the upstream failed", "upstream", r.Upstream(), "app", k.app, "instance", k.id, "err", err)
+		}
+	}
+	return n
+}

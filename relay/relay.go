@@ -1,0 +1,320 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goreka/goreka/eurekahttp"
+	"github.com/goreka/goreka/region"
+	"github.com/goreka/goreka/registry"
+)
+
+// Config configures a relay. Zero durations take the defaults listed.
+type Config struct {
+	// Upstream are the Eureka service URLs of the group above
+	// (goreka.relay.upstream), tried in order as a client tries its
+	// defaultZone: the first that answers is used until it fails.
+	Upstream []string
+	// ID names this relay in ChainHeader (goreka.relay.id; default: the
+	// instance id). Required.
+	ID string
+	// Self are the host:port forms under which this server is reached
+	// (localhost, its addresses and host name with its port): an upstream
+	// URL naming one of them is refused.
+	Self []string
+	// HeartbeatInterval is how often the collected heartbeats are sent
+	// (default 30 s, a client's lease-renewal-interval).
+	HeartbeatInterval time.Duration
+	// FetchInterval is how often the upstream copy is refreshed (default
+	// 30 s).
+	FetchInterval time.Duration
+	// FetchApps keeps only these upstream applications at the edge (any
+	// case); empty: all of them.
+	FetchApps []string
+	// ReadOnly makes a read replica: no leases, every write proxied.
+	ReadOnly bool
+	// MaxQueue bounds the forwarding queue (default 100000 instances); past
+	// it the relay resyncs instead of dropping.
+	MaxQueue int
+	// ConnectTimeout and ReadTimeout are the upstream calls' (default 1 s
+	// and 5 s).
+	ConnectTimeout, ReadTimeout time.Duration
+	// HTTPClient replaces the client built from the timeouts (tests).
+	HTTPClient *http.Client
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Logger gets the relay's logs (nil: discarded).
+	Logger *slog.Logger
+	// OnCopyChange is called after the upstream copy served changed (the
+	// caller drops the cached reads it changes), never concurrently.
+	OnCopyChange func(region.Change)
+	// Pace waits d between two heartbeats to a stock upstream; it returns
+	// false when ctx ended (nil: a timer).
+	Pace func(ctx context.Context, d time.Duration) bool
+}
+
+// Relay is one relay: its forwarding queue, heartbeat collector and
+// upstream copy. Its methods are safe for concurrent use.
+type Relay struct {
+	cfg    Config
+	reg    *registry.Registry
+	log    *slog.Logger
+	client *eurekahttp.Client
+	eps    []eurekahttp.Endpoint
+	cur    atomic.Int32 // index of the endpoint in use
+	// kind is what the endpoint in use is: kindUnknown until probed.
+	kind    atomic.Int32
+	remotes []*region.Remote // one copy per endpoint, fetched from the one in use
+	created time.Time
+	apps    map[string]bool // FetchApps, upper case; nil: all
+
+	fwd forwarder
+	hb  heartbeats
+	cp  upstreamCopy
+	m   counters
+
+	logMu   sync.Mutex
+	lastLog map[string]time.Time // rate-limited warnings, by kind
+}
+
+// Kinds of upstream.
+const (
+	kindUnknown int32 = iota
+	kindGoreka
+	kindStock
+)
+
+// New builds a relay over reg, the local registry. It fails when no
+// upstream is given, one is not a usable URL, or one names this server.
+func New(cfg Config, reg *registry.Registry) (*Relay, error) {
+	if len(cfg.Upstream) == 0 {
+		return nil, errors.New("goreka.relay.upstream: no upstream URL")
+	}
+	if cfg.ID == "" {
+		return nil, errors.New("goreka.relay.id: empty relay id")
+	}
+	if strings.Contains(cfg.ID, ",") {
+		return nil, fmt.Errorf("goreka.relay.id=%q: a relay id cannot hold a comma", cfg.ID)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.HeartbeatInterval, 30*time.Second)
+	def(&cfg.FetchInterval, 30*time.Second)
+	def(&cfg.ConnectTimeout, time.Second)
+	def(&cfg.ReadTimeout, 5*time.Second)
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 100000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Pace == nil {
+		cfg.Pace = sleep
+	}
+	r := &Relay{cfg: cfg, reg: reg, log: cfg.Logger, created: cfg.Now(), lastLog: map[string]time.Time{}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "relay")
+	hc := cfg.HTTPClient
+	if hc == nil {
+		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+		hc = &http.Client{
+			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: d.DialContext,
+				TLSHandshakeTimeout: cfg.ConnectTimeout, MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second,
+				DisableCompression: true},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	// Every call carries the chain: the transport adds it from the call's
+	// context (withChain), this relay's id alone by default.
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	chc := *hc
+	chc.Transport = chainTransport{base: base, id: cfg.ID}
+	r.client = eurekahttp.New(eurekahttp.Config{ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout,
+		UserAgent: "goreka-relay", AcceptGzip: true, HTTPClient: &chc})
+	self := map[string]bool{}
+	for _, s := range cfg.Self {
+		self[strings.ToLower(s)] = true
+	}
+	for i, raw := range cfg.Upstream {
+		ep, err := eurekahttp.ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("goreka.relay.upstream=%q: %v", raw, err)
+		}
+		if hostPort(ep.URL) != "" && self[hostPort(ep.URL)] {
+			return nil, fmt.Errorf("goreka.relay.upstream=%q is this server itself: a relay's upstream must be another server (it would forward its own registrations to itself)", raw)
+		}
+		rm, err := region.New(region.Config{Name: fmt.Sprintf("upstream-%d", i), URL: raw, FetchInterval: cfg.FetchInterval,
+			ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout, GZip: true, UserAgent: "goreka-relay",
+			HTTPClient: &chc, Now: cfg.Now, Logger: cfg.Logger, OnChange: r.onRemoteChange})
+		if err != nil {
+			return nil, fmt.Errorf("goreka.relay.upstream: %v", err)
+		}
+		r.eps = append(r.eps, ep)
+		r.remotes = append(r.remotes, rm)
+	}
+	if len(cfg.FetchApps) > 0 {
+		r.apps = map[string]bool{}
+		for _, a := range cfg.FetchApps {
+			r.apps[strings.ToUpper(strings.TrimSpace(a))] = true
+		}
+	}
+	r.fwd.init()
+	r.hb.init()
+	r.cp.init()
+	return r, nil
+}
+
+// hostPort is a URL's host:port, the scheme's default port filled in,
+// lower case; "" if it cannot be read.
+func hostPort(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
+}
+
+// SelfAddresses are the host:port forms of a server listening on port:
+// localhost and the loopback addresses, plus the given host names and
+// addresses (empty ones skipped), for Config.Self.
+func SelfAddresses(port int, hosts ...string) []string {
+	out := []string{}
+	for _, h := range append([]string{"localhost", "127.0.0.1", "::1"}, hosts...) {
+		if h != "" {
+			out = append(out, strings.ToLower(net.JoinHostPort(h, fmt.Sprint(port))))
+		}
+	}
+	return out
+}
+
+// ReadOnly reports whether the relay is a read replica.
+func (r *Relay) ReadOnly() bool { return r.cfg.ReadOnly }
+
+// Upstream returns the upstream URL in use (without credentials).
+func (r *Relay) Upstream() string { return r.eps[r.cur.Load()].URL }
+
+// Run runs the relay's loops (forwarding, heartbeats, the upstream copy)
+// until ctx is done; it returns nil then, and at once for a nil relay.
+func (r *Relay) Run(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	var wg sync.WaitGroup
+	if !r.cfg.ReadOnly {
+		wg.Go(func() { r.runForward(ctx) })
+		wg.Go(func() { r.runHeartbeats(ctx) })
+	}
+	wg.Go(func() { r.runFetch(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// call runs f against the endpoint in use; when it fails without an answer
+// (refused, timed out) or with a 5xx, the next endpoint is tried, each at
+// most once per call. It returns f's last error.
+func (r *Relay) call(ctx context.Context, f func(eurekahttp.Endpoint) error) error {
+	var err error
+	for range len(r.eps) {
+		i := r.cur.Load()
+		r.m.requests.Add(1)
+		err = f(r.eps[i])
+		if !unreachable(err) || ctx.Err() != nil {
+			return err
+		}
+		r.m.requestFailures.Add(1)
+		next := (i + 1) % int32(len(r.eps))
+		if r.cur.CompareAndSwap(i, next) && next != i {
+			r.kind.Store(kindUnknown)
+		}
+	}
+	return err
+}
+
+// unreachable reports whether err means no usable answer: no response at
+// all, or a 5xx.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *eurekahttp.StatusError
+	if errors.As(err, &se) {
+		return se.Code >= 500 && se.Code != http.StatusLoopDetected
+	}
+	return !errors.Is(err, eurekahttp.ErrBadResponse)
+}
+
+// statusOf is the HTTP status in err, 0 for none.
+func statusOf(err error) int {
+	var se *eurekahttp.StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
+// warn logs at most one line per kind and minute: an unreachable upstream
+// or a loop must not flood the log.
+func (r *Relay) warn(kind, msg string, args ...any) {
+	now := r.cfg.Now()
+	r.logMu.Lock()
+	last, ok := r.lastLog[kind]
+	if ok && now.Sub(last) < time.Minute {
+		r.logMu.Unlock()
+		return
+	}
+	r.lastLog[kind] = now
+	r.logMu.Unlock()
+	r.log.Warn(msg, args...)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// every runs f every d until ctx is done.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

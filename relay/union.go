@@ -1,0 +1,291 @@
+package relay
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/goreka/goreka/region"
+	"github.com/goreka/goreka/registry"
+)
+
+// upstreamCopy is which endpoint's copy is served and when a fetch last
+// succeeded.
+type upstreamCopy struct {
+	mu          sync.Mutex
+	from        *region.Remote // the copy served; nil before a fetch succeeded
+	lastSuccess time.Time
+	lastErr     string
+}
+
+func (c *upstreamCopy) init() {}
+
+func (r *Relay) runFetch(ctx context.Context) {
+	r.FetchOnce(ctx)
+	every(ctx, r.cfg.FetchInterval, func() { r.FetchOnce(ctx) })
+}
+
+// FetchOnce refreshes the upstream copy from the endpoint in use (the next
+// ones when it does not answer); the last good copy is kept when none
+// does. It returns the last error.
+func (r *Relay) FetchOnce(ctx context.Context) error {
+	var err error
+	for range len(r.eps) {
+		i := r.cur.Load()
+		rm := r.remotes[i]
+		r.m.requests.Add(1)
+		if err = rm.FetchOnce(ctx); err == nil {
+			r.cp.mu.Lock()
+			switched := r.cp.from != rm
+			r.cp.from, r.cp.lastSuccess, r.cp.lastErr = rm, r.cfg.Now(), ""
+			r.cp.mu.Unlock()
+			r.pruneRemoved()
+			if switched && r.cfg.OnCopyChange != nil {
+				r.cfg.OnCopyChange(region.Change{Region: rm.Name()})
+			}
+			return nil
+		}
+		r.m.requestFailures.Add(1)
+		if ctx.Err() != nil {
+			break
+		}
+		next := (i + 1) % int32(len(r.eps))
+		if r.cur.CompareAndSwap(i, next) && next != i {
+			r.kind.Store(kindUnknown)
+		}
+	}
+	r.cp.mu.Lock()
+	r.cp.lastErr = err.Error()
+	r.cp.mu.Unlock()
+	r.warn("fetch", "fetching the upstream registry failed; serving the last copy", "upstream", r.Upstream(), "err", err)
+	return err
+}
+
+// onRemoteChange passes a change of the copy served on.
+func (r *Relay) onRemoteChange(ch region.Change) {
+	r.cp.mu.Lock()
+	served := r.cp.from != nil && r.cp.from.Name() == ch.Region
+	r.cp.mu.Unlock()
+	if served && r.cfg.OnCopyChange != nil {
+		r.cfg.OnCopyChange(ch)
+	}
+}
+
+// removedRetention bounds how long an instance removed here stays hidden in
+// the copy when the copy never drops it (the upstream lost the cancel, or
+// the instance registered again elsewhere).
+const removedRetention = 5 * time.Minute
+
+// pruneRemoved forgets the removals the copy no longer shows, and those
+// older than removedRetention (whose instance then shows again: the
+// documents are rebuilt).
+func (r *Relay) pruneRemoved() {
+	apps, _ := r.copy()
+	in := map[key]bool{}
+	if apps != nil {
+		for i := range apps.Apps {
+			for _, v := range apps.Apps[i].Instances {
+				in[key{apps.Apps[i].Name, v.Instance.ID()}] = true
+			}
+		}
+	}
+	now := r.cfg.Now()
+	expired := false
+	r.fwd.mu.Lock()
+	for k, at := range r.fwd.removed {
+		switch {
+		case !in[k]:
+			delete(r.fwd.removed, k)
+		case now.Sub(at) > removedRetention:
+			delete(r.fwd.removed, k)
+			expired = true
+		}
+	}
+	r.fwd.mu.Unlock()
+	if expired && r.cfg.OnCopyChange != nil {
+		r.cfg.OnCopyChange(region.Change{Region: "upstream"})
+	}
+}
+
+// copy is the upstream copy served and its last delta (nil before the
+// first fetch).
+func (r *Relay) copy() (apps, delta *registry.Applications) {
+	r.cp.mu.Lock()
+	from := r.cp.from
+	r.cp.mu.Unlock()
+	if from == nil {
+		return nil, nil
+	}
+	return from.Copy()
+}
+
+// shadow decides which of the copy's instances are not served: those of
+// applications outside FetchApps, those the local registry has (a local
+// instance wins over its echo) and those removed here that the copy still
+// shows.
+type shadow struct {
+	r       *Relay
+	removed map[key]time.Time
+}
+
+func (r *Relay) shadow() shadow {
+	r.fwd.mu.Lock()
+	rm := make(map[key]time.Time, len(r.fwd.removed))
+	for k, v := range r.fwd.removed {
+		rm[k] = v
+	}
+	r.fwd.mu.Unlock()
+	return shadow{r: r, removed: rm}
+}
+
+func (s shadow) app(name string) bool { return s.r.apps == nil || s.r.apps[name] }
+
+func (s shadow) hidden(app string, v *registry.LeaseView) bool {
+	id := v.Instance.ID()
+	if _, ok := s.removed[key{app, id}]; ok {
+		return true
+	}
+	_, local := s.r.reg.Get(app, id)
+	return local
+}
+
+// served is the copy's application a with the hidden instances left out.
+func (s shadow) served(a *registry.Application) []registry.LeaseView {
+	if !s.app(a.Name) {
+		return nil
+	}
+	var out []registry.LeaseView
+	for i := range a.Instances {
+		if !s.hidden(a.Name, &a.Instances[i]) {
+			out = append(out, a.Instances[i])
+		}
+	}
+	return out
+}
+
+// Full is the union of local's full registry and the copy (document's
+// Upstream).
+func (r *Relay) Full(local *registry.Applications) *registry.Applications {
+	apps, _ := r.copy()
+	out := &registry.Applications{VersionDelta: local.VersionDelta, Revision: local.Revision, Apps: slices.Clone(local.Apps)}
+	if apps != nil {
+		out.Apps = join(out.Apps, apps, r.shadow())
+	}
+	out.HashCode = out.ReconcileHashCode()
+	return out
+}
+
+// Delta is local's delta and the copy's last delta, the hash that of the
+// union's full registry (document's Upstream).
+func (r *Relay) Delta(localDelta *registry.Applications) *registry.Applications {
+	apps, delta := r.copy()
+	out := &registry.Applications{VersionDelta: localDelta.VersionDelta, Revision: localDelta.Revision, Apps: slices.Clone(localDelta.Apps)}
+	counts := map[registry.Status]int{}
+	registry.ParseHashCode(localDelta.HashCode, counts)
+	if apps != nil {
+		sh := r.shadow()
+		if delta != nil {
+			out.Apps = join(out.Apps, delta, sh)
+		}
+		for i := range apps.Apps {
+			for _, v := range sh.served(&apps.Apps[i]) {
+				counts[v.Instance.Status]++
+			}
+		}
+	}
+	out.HashCode = registry.HashCode(counts)
+	return out
+}
+
+// Application is local's application with the copy's instances
+// (document's Upstream).
+func (r *Relay) Application(name string, local registry.Application, found bool) (registry.Application, bool) {
+	apps, _ := r.copy()
+	if apps == nil {
+		return local, found
+	}
+	i, ok := slices.BinarySearchFunc(apps.Apps, name, func(a registry.Application, n string) int { return cmp.Compare(a.Name, n) })
+	if !ok {
+		return local, found
+	}
+	extra := r.shadow().served(&apps.Apps[i])
+	if len(extra) == 0 {
+		return local, found
+	}
+	out := registry.Application{Name: name, Instances: append(slices.Clone(local.Instances), extra...)}
+	sortViews(out.Instances)
+	return out, true
+}
+
+// VIP is local's VIP read with the copy's instances of that address
+// (document's Upstream).
+func (r *Relay) VIP(local *registry.Applications, name string, secure bool) *registry.Applications {
+	apps, _ := r.copy()
+	if apps == nil {
+		return local
+	}
+	sh := r.shadow()
+	vip := &registry.Applications{}
+	for i := range apps.Apps {
+		a := registry.Application{Name: apps.Apps[i].Name}
+		for _, v := range sh.served(&apps.Apps[i]) {
+			addr := v.Instance.VIPAddress
+			if secure {
+				addr = v.Instance.SecureVIPAddress
+			}
+			if registry.VIPMatches(addr, name) {
+				a.Instances = append(a.Instances, v)
+			}
+		}
+		if len(a.Instances) > 0 {
+			vip.Apps = append(vip.Apps, a)
+		}
+	}
+	if len(vip.Apps) == 0 {
+		return local
+	}
+	out := &registry.Applications{VersionDelta: local.VersionDelta, Revision: local.Revision,
+		Apps: join(slices.Clone(local.Apps), vip, sh)}
+	out.HashCode = out.ReconcileHashCode()
+	return out
+}
+
+// join adds the served instances of from's applications to apps (merged
+// by application name) and returns apps sorted by name.
+func join(apps []registry.Application, from *registry.Applications, sh shadow) []registry.Application {
+	idx := make(map[string]int, len(apps))
+	for i := range apps {
+		idx[apps[i].Name] = i
+	}
+	for i := range from.Apps {
+		a := &from.Apps[i]
+		extra := sh.served(a)
+		if len(extra) == 0 {
+			continue
+		}
+		k, ok := idx[a.Name]
+		if !ok {
+			k = len(apps)
+			idx[a.Name] = k
+			apps = append(apps, registry.Application{Name: a.Name})
+		} else {
+			apps[k].Instances = slices.Clone(apps[k].Instances)
+		}
+		apps[k].Instances = append(apps[k].Instances, extra...)
+		sortViews(apps[k].Instances)
+	}
+	slices.SortStableFunc(apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
+	return apps
+}
+
+func sortViews(vs []registry.LeaseView) {
+	slices.SortStableFunc(vs, func(a, b registry.LeaseView) int { return cmp.Compare(a.Instance.ID(), b.Instance.ID()) })
+}
+
+// viewOf is the lease view a registration body describes.
+func viewOf(in *registry.Instance) registry.LeaseView {
+	li := in.LeaseInfo.WithDefaults()
+	return registry.LeaseView{Instance: in, RenewalInterval: li.RenewalInterval, Duration: li.Duration}
+}
