@@ -1,0 +1,546 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/compat"
+	"github.com/goreka/goreka/document"
+	"github.com/goreka/goreka/region"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/registry/clocktest"
+	"github.com/goreka/goreka/replication/peertest"
+	"github.com/goreka/goreka/server"
+)
+
+// upstream is a goreka server over a registry of its own, behind a switch
+// that can make it unreachable (every connection closed unanswered).
+type upstream struct {
+	reg      *registry.Registry
+	srv      *httptest.Server
+	down     atomic.Bool
+	mu       sync.Mutex
+	requests map[string]int // "METHOD path" -> count
+	renews   atomic.Int64   // client renewals applied (OnRenew, not from a peer)
+}
+
+func newUpstream(t *testing.T, clock *clocktest.Clock) *upstream {
+	return newUpstreamWith(t, clock, nil)
+}
+
+// newUpstreamWith is newUpstream with a listener of the upstream's changes.
+func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry.Event)) *upstream {
+	u := &upstream{requests: map[string]int{}}
+	var s *server.Server
+	u.reg = registry.New(registry.Options{Now: clock.Now,
+		OnRenew: func(rn registry.Renewal) {
+			if !rn.FromPeer {
+				u.renews.Add(1)
+			}
+		},
+		OnEvent: func(e registry.Event) {
+			s.Cache().Invalidate(e.App, e.Instance().VIPAddress, e.Instance().SecureVIPAddress)
+			if onEvent != nil {
+				onEvent(e)
+			}
+		}})
+	cc := cache.DefaultConfig()
+	cc.UseReadOnly = false // no cache loop runs here: every read from the readWrite tier
+	s = server.New(server.Config{}, server.Deps{Registry: u.reg, Now: clock.Now, Cache: &cc})
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u.down.Load() {
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		u.mu.Lock()
+		u.requests[r.Method+" "+r.URL.Path]++
+		u.mu.Unlock()
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) url() string { return u.srv.URL + "/eureka/" }
+
+func (u *upstream) count(method, path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.requests[method+" "+path]
+}
+
+// site is a relay over its own registry.
+type site struct {
+	reg   *registry.Registry
+	relay *Relay
+}
+
+func newSite(t *testing.T, clock *clocktest.Clock, mod func(*Config), upstreams ...string) *site {
+	t.Helper()
+	s := &site{}
+	s.reg = registry.New(registry.Options{Now: clock.Now,
+		OnEvent: func(e registry.Event) { s.relay.OnEvent(e) },
+		OnRenew: func(rn registry.Renewal) { s.relay.OnRenew(rn) }})
+	cfg := Config{Upstream: upstreams, ID: "relay-" + t.Name(), Now: clock.Now, HeartbeatInterval: 30 * time.Second,
+		Pace: func(context.Context, time.Duration) bool { return true }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := New(cfg, s.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.relay = r
+	return s
+}
+
+func inst(app, id string) *registry.Instance {
+	return &registry.Instance{InstanceID: id, HostName: id + ".local", App: app, IPAddr: "10.0.0.1", Status: registry.StatusUp,
+		VIPAddress: strings.ToLower(app), DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
+}
+
+func mustSync(t *testing.T, s *site) int {
+	t.Helper()
+	n, err := s.relay.SyncOnce(t.Context())
+	if err != nil {
+		t.Fatalf("SyncOnce: %v", err)
+	}
+	return n
+}
+
+func TestForwardsEveryLocalChangeAsTheClient(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	var upEvents []registry.Event
+	up := newUpstreamWith(t, clock, func(e registry.Event) { upEvents = append(upEvents, e) })
+	s := newSite(t, clock, nil, up.url())
+
+	if _, err := s.reg.Register(inst("ORDERS", "o1"), false); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustSync(t, s); n != 1 {
+		t.Fatalf("sent %d, want 1", n)
+	}
+	v, ok := up.reg.Get("ORDERS", "o1")
+	if !ok || v.Instance.HostName != "o1.local" || v.Instance.Status != registry.StatusUp {
+		t.Fatalf("upstream copy = %+v, %v", v.Instance, ok)
+	}
+	if err := s.reg.StatusUpdate("ORDERS", "o1", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.reg.UpdateMetadata("ORDERS", "o1", map[string]string{"zone": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, s)
+	v, _ = up.reg.Get("ORDERS", "o1")
+	if v.Instance.Status != registry.StatusOutOfService || v.Instance.Metadata["zone"] != "a" {
+		t.Fatalf("upstream after status and metadata = %s %v", v.Instance.Status, v.Instance.Metadata)
+	}
+	if up.reg.StatusOverrides()["o1"] != registry.StatusOutOfService {
+		t.Fatalf("upstream overrides = %v, want the relay's override", up.reg.StatusOverrides())
+	}
+	if err := s.reg.Cancel("ORDERS", "o1", false); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, s)
+	if _, ok := up.reg.Get("ORDERS", "o1"); ok {
+		t.Fatal("cancelled at the relay, still upstream")
+	}
+	for _, e := range upEvents {
+		if e.FromPeer {
+			t.Fatalf("upstream took %s as a peer's change: it would not replicate it", e.Kind)
+		}
+	}
+	// Changes from the relay's own peers are forwarded by the relay that
+	// took them from the client.
+	if _, err := s.reg.Register(inst("ORDERS", "o2"), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustSync(t, s); n != 0 {
+		t.Fatalf("forwarded %d peer changes", n)
+	}
+}
+
+func TestAggregatedHeartbeatsToAGorekaUpstream(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	const n = 200
+	for i := range n {
+		s.reg.Register(inst("APP", fmt.Sprint("i", i)), false)
+	}
+	mustSync(t, s)
+	clock.Advance(10 * time.Second)
+	for i := range n {
+		if err := s.reg.Renew(registry.RenewRequest{App: "APP", ID: fmt.Sprint("i", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.relay.HeartbeatOnce(t.Context()); got != n {
+		t.Fatalf("upstream took %d heartbeats, want %d", got, n)
+	}
+	if c := up.count("POST", "/eureka/goreka/renewals"); c != 2 { // the probe and one request
+		t.Fatalf("%d requests to the renewals endpoint, want 2 (probe + one batch)", c)
+	}
+	if c := up.count("PUT", "/eureka/apps/APP/i0"); c != 0 {
+		t.Fatalf("%d per-instance heartbeats to a goreka upstream", c)
+	}
+	if up.renews.Load() != n {
+		t.Fatalf("upstream counted %d client renewals, want %d", up.renews.Load(), n)
+	}
+	v, _ := up.reg.Get("APP", "i7")
+	if !v.LastHeartbeat.Equal(clock.Now()) {
+		t.Fatalf("upstream lease renewed at %v, want %v", v.LastHeartbeat, clock.Now())
+	}
+	if s.relay.m.aggregated.Load() != n {
+		t.Fatalf("aggregated = %d", s.relay.m.aggregated.Load())
+	}
+	// An instance the upstream lost is registered again.
+	up.reg.Cancel("APP", "i3", false)
+	s.reg.Renew(registry.RenewRequest{App: "APP", ID: "i3"})
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 0 {
+		t.Fatalf("took %d, want 0 (404)", got)
+	}
+	mustSync(t, s)
+	if _, ok := up.reg.Get("APP", "i3"); !ok {
+		t.Fatal("lost instance not registered again after its 404")
+	}
+}
+
+func TestPacedHeartbeatsToAStockUpstream(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	peer := peertest.New(t)
+	var gaps []time.Duration
+	s := newSite(t, clock, func(c *Config) {
+		c.Pace = func(_ context.Context, d time.Duration) bool { gaps = append(gaps, d); return true }
+	}, peer.ServiceURL())
+	for i := range 5 {
+		s.reg.Register(inst("APP", fmt.Sprint("i", i)), false)
+	}
+	mustSync(t, s)
+	for i := range 5 {
+		s.reg.Renew(registry.RenewRequest{App: "APP", ID: fmt.Sprint("i", i)})
+	}
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 5 {
+		t.Fatalf("stock upstream took %d heartbeats, want 5", got)
+	}
+	if len(gaps) != 4 || gaps[0] != 5*time.Second {
+		t.Fatalf("paced with %v, want 4 gaps of 30s/6", gaps)
+	}
+	if s.relay.Status().Goreka {
+		t.Fatal("a stock upstream taken for a goreka")
+	}
+	puts := 0
+	for _, rq := range peer.Requests() {
+		if rq.Method == http.MethodPut {
+			puts++
+		}
+	}
+	if puts != 5 {
+		t.Fatalf("%d PUTs, want 5", puts)
+	}
+}
+
+func TestOverflowResyncsInsteadOfDropping(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) { c.MaxQueue = 2 }, up.url())
+	s.reg.Register(inst("APP", "old"), false)
+	mustSync(t, s)
+	for i := range 6 {
+		s.reg.Register(inst("APP", fmt.Sprint("i", i)), false)
+	}
+	s.reg.Cancel("APP", "old", false) // past the bound: only the resync knows it
+	mustSync(t, s)
+	if up.reg.Size() != 6 {
+		t.Fatalf("upstream has %d instances, want 6", up.reg.Size())
+	}
+	if _, ok := up.reg.Get("APP", "old"); ok {
+		t.Fatal("the cancel lost in the overflow was not resynchronised")
+	}
+	if s.relay.m.resyncs.Load() != 1 {
+		t.Fatalf("resyncs = %d", s.relay.m.resyncs.Load())
+	}
+}
+
+func TestUpstreamGoneThenHealedConverges(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) { c.FetchInterval = 30 * time.Second }, up.url())
+	up.reg.Register(inst("CORE", "c1"), false)
+	s.reg.Register(inst("APP", "stays"), false)
+	s.reg.Register(inst("APP", "goes"), false)
+	s.reg.Register(inst("APP", "lost"), false)
+	mustSync(t, s)
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	up.down.Store(true)
+	clock.Advance(90 * time.Second)
+	s.reg.Cancel("APP", "goes", false)
+	s.reg.Register(inst("APP", "new"), false)
+	if _, err := s.relay.SyncOnce(t.Context()); err == nil {
+		t.Fatal("SyncOnce succeeded against a gone upstream")
+	}
+	if err := s.relay.FetchOnce(t.Context()); err == nil {
+		t.Fatal("FetchOnce succeeded against a gone upstream")
+	}
+	st := s.relay.Status()
+	if !st.Stale || st.Staleness != 90*time.Second {
+		t.Fatalf("status while gone = %+v, want stale for 90s", st)
+	}
+	// Local clients and the last copy are still served.
+	full := s.relay.Full(s.reg.Applications())
+	if ids := idsOf(full); ids != "APP/lost APP/new APP/stays CORE/c1" {
+		t.Fatalf("served while gone: %s", ids)
+	}
+	up.reg.Cancel("APP", "lost", false) // the upstream evicted it meanwhile
+
+	up.down.Store(false)
+	// One heartbeat interval: the heartbeats and the retried queue.
+	clock.Advance(30 * time.Second)
+	for _, id := range []string{"stays", "lost", "new"} {
+		s.reg.Renew(registry.RenewRequest{App: "APP", ID: id})
+	}
+	mustSync(t, s)
+	s.relay.HeartbeatOnce(t.Context())
+	mustSync(t, s)
+	want := "APP/lost APP/new APP/stays CORE/c1"
+	if ids := idsOf(up.reg.Applications()); ids != want {
+		t.Fatalf("upstream after heal: %s, want %s (no ghost, no loss)", ids, want)
+	}
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.relay.Status(); st.Stale || st.Staleness != 0 {
+		t.Fatalf("status after heal = %+v", st)
+	}
+}
+
+func idsOf(apps *registry.Applications) string {
+	var out []string
+	for _, a := range apps.Apps {
+		for _, v := range a.Instances {
+			out = append(out, a.Name+"/"+v.Instance.ID())
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestSelfAsUpstreamIsRefused(t *testing.T) {
+	reg := registry.New(registry.Options{})
+	_, err := New(Config{Upstream: []string{"http://other:8761/eureka/", "http://LOCALHOST:8761/eureka/"}, ID: "r",
+		Self: SelfAddresses(8761, "relay1.example")}, reg)
+	if err == nil || !strings.Contains(err.Error(), "goreka.relay.upstream") || !strings.Contains(err.Error(), "itself") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := New(Config{Upstream: []string{"http://localhost:8762/eureka/"}, ID: "r", Self: SelfAddresses(8761)}, reg); err != nil {
+		t.Fatalf("another port refused: %v", err)
+	}
+}
+
+// servedSite is a site whose relay and server answer HTTP, its upstream
+// given by URL later (two relays upstream of each other).
+type servedSite struct {
+	*site
+	srv *httptest.Server
+	h   atomic.Value // http.Handler
+}
+
+func TestUpstreamLoopIsRefusedWithoutAStorm(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	var a, b servedSite
+	for _, x := range []*servedSite{&a, &b} {
+		x.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			x.h.Load().(http.Handler).ServeHTTP(w, r)
+		}))
+		t.Cleanup(x.srv.Close)
+	}
+	mk := func(x *servedSite, id, upURL string) {
+		x.site = newSite(t, clock, func(c *Config) { c.ID = id }, upURL)
+		x.h.Store(x.relay.Handler(server.New(server.Config{}, server.Deps{Registry: x.reg, Now: clock.Now})))
+	}
+	mk(&a, "A", b.srv.URL+"/eureka/")
+	mk(&b, "B", a.srv.URL+"/eureka/")
+
+	a.reg.Register(inst("APP", "x"), false)
+	mustSync(t, a.site) // A -> B (chain A)
+	if _, ok := b.reg.Get("APP", "x"); !ok {
+		t.Fatal("B did not take A's registration")
+	}
+	mustSync(t, b.site) // B -> A (chain A,B): refused by A
+	if a.relay.m.loops.Load() != 1 || b.relay.m.loops.Load() != 1 {
+		t.Fatalf("loops: A %d, B %d; want 1 each", a.relay.m.loops.Load(), b.relay.m.loops.Load())
+	}
+	// No storm: B forwards x no more, heartbeats included.
+	for range 3 {
+		b.reg.Renew(registry.RenewRequest{App: "APP", ID: "x"})
+		b.relay.HeartbeatOnce(t.Context())
+		if n := mustSync(t, b.site); n != 0 {
+			t.Fatalf("B forwarded %d after the loop", n)
+		}
+	}
+	if a.relay.m.loops.Load() != 1 {
+		t.Fatalf("A refused %d requests, want 1", a.relay.m.loops.Load())
+	}
+	// A request naming this relay in its chain is refused.
+	req := httptest.NewRequest("GET", "/eureka/apps", nil)
+	req.Header.Set(ChainHeader, "Z,A")
+	w := httptest.NewRecorder()
+	a.h.Load().(http.Handler).ServeHTTP(w, req)
+	if w.Code != http.StatusLoopDetected {
+		t.Fatalf("chain holding A answered %d", w.Code)
+	}
+}
+
+func TestReadReplicaProxiesWrites(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) { c.ReadOnly = true }, up.url())
+	h := s.relay.Handler(server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now}))
+	v := registry.LeaseView{Instance: inst("APP", "r1")}
+	do := func(method, path string, body []byte) int {
+		var req *http.Request
+		if body != nil {
+			req = httptest.NewRequest(method, path, strings.NewReader(string(body)))
+			req.Header.Set("Content-Type", "application/json")
+		} else {
+			req = httptest.NewRequest(method, path, nil)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	if c := do("POST", "/eureka/apps/APP", compat.AppendInstance(nil, compat.JSON, &v)); c != http.StatusNoContent {
+		t.Fatalf("register through a read replica = %d", c)
+	}
+	if _, ok := up.reg.Get("APP", "r1"); !ok || s.reg.Size() != 0 {
+		t.Fatalf("upstream has it: %v; replica holds %d leases (want 0)", ok, s.reg.Size())
+	}
+	if c := do("PUT", "/eureka/apps/APP/nope?status=UP", nil); c != http.StatusNotFound {
+		t.Fatalf("renew of an unknown instance = %d, want the upstream's 404", c)
+	}
+	if c := do("DELETE", "/eureka/apps/APP/r1", nil); c != http.StatusOK {
+		t.Fatalf("cancel = %d", c)
+	}
+	if up.reg.Size() != 0 {
+		t.Fatal("cancel not proxied")
+	}
+}
+
+// javaClient is what the Java client's DiscoveryClient does with deltas
+// (updateDelta + getReconcileHashCode): ADDED and MODIFIED upsert, DELETED
+// removes; the hash must then equal the delta's apps__hashcode.
+type javaClient map[string]registry.Status
+
+func (jc javaClient) apply(doc *registry.Applications, full bool) {
+	if full {
+		clear(jc)
+	}
+	for _, a := range doc.Apps {
+		for _, v := range a.Instances {
+			k := a.Name + "/" + v.Instance.ID()
+			if !full && v.Instance.ActionType == registry.ActionDeleted {
+				delete(jc, k)
+				continue
+			}
+			jc[k] = v.Instance.Status
+		}
+	}
+}
+
+func (jc javaClient) hash() string {
+	counts := map[registry.Status]int{}
+	for _, s := range jc {
+		counts[s]++
+	}
+	return registry.HashCode(counts)
+}
+
+func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	cc := cache.DefaultConfig()
+	cc.UseReadOnly = false
+	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
+		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
+	s.relay.cfg.OnCopyChange = func(region.Change) {}
+	get := func(path string) *registry.Applications {
+		t.Helper()
+		srv.Cache().Invalidate("", "", "")
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("GET %s = %d", path, w.Code)
+		}
+		doc, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	sync := func() {
+		t.Helper()
+		mustSync(t, s)
+		if err := s.relay.FetchOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up.reg.Register(inst("CORE", "c1"), false)
+	up.reg.Register(inst("APP", "core-app"), false)
+	s.reg.Register(inst("APP", "local"), false)
+	sync() // the copy now holds the relay's own echo of APP/local
+	jc := javaClient{}
+	full := get("/eureka/apps/")
+	jc.apply(full, true)
+	if ids := idsOf(full); ids != "APP/core-app APP/local CORE/c1" {
+		t.Fatalf("union = %s (echo must not double)", ids)
+	}
+	if full.HashCode != jc.hash() {
+		t.Fatalf("full hash %s, content %s", full.HashCode, jc.hash())
+	}
+	steps := []func(){
+		func() { up.reg.Register(inst("CORE", "c2"), false) },
+		func() { s.reg.StatusUpdate("APP", "local", registry.StatusOutOfService, time.Time{}, false) },
+		func() { up.reg.Cancel("CORE", "c1", false) },
+		func() { s.reg.Cancel("APP", "local", false) }, // the echo stays in the copy until the next fetch
+		func() { s.reg.Register(inst("CORE", "c2"), false) }, // a local copy of an upstream instance wins
+		func() { up.reg.StatusUpdate("APP", "core-app", registry.StatusDown, time.Time{}, false) },
+	}
+	for i, step := range steps {
+		step()
+		for _, fetch := range []bool{false, true} { // before and after the relay's own sync
+			if fetch {
+				sync()
+			}
+			d := get("/eureka/apps/delta")
+			jc.apply(d, false)
+			if jc.hash() != d.HashCode {
+				t.Fatalf("step %d (synced %v): client hash %s, delta's %s: the client would fetch the full registry", i, fetch, jc.hash(), d.HashCode)
+			}
+			if f := get("/eureka/apps/"); f.HashCode != d.HashCode {
+				t.Fatalf("step %d: delta hash %s, full %s", i, d.HashCode, f.HashCode)
+			}
+		}
+	}
+	if ids := idsOf(get("/eureka/apps/")); ids != "APP/core-app CORE/c2" {
+		t.Fatalf("union at the end = %s", ids)
+	}
+	vip := get("/eureka/vips/core")
+	if ids := idsOf(vip); ids != "CORE/c2" {
+		t.Fatalf("VIP core = %s", ids)
+	}
+}
