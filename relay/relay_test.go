@@ -516,7 +516,7 @@ func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
 		func() { up.reg.Register(inst("CORE", "c2"), false) },
 		func() { s.reg.StatusUpdate("APP", "local", registry.StatusOutOfService, time.Time{}, false) },
 		func() { up.reg.Cancel("CORE", "c1", false) },
-		func() { s.reg.Cancel("APP", "local", false) }, // the echo stays in the copy until the next fetch
+		func() { s.reg.Cancel("APP", "local", false) },       // the echo stays in the copy until the next fetch
 		func() { s.reg.Register(inst("CORE", "c2"), false) }, // a local copy of an upstream instance wins
 		func() { up.reg.StatusUpdate("APP", "core-app", registry.StatusDown, time.Time{}, false) },
 	}
