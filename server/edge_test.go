@@ -109,6 +109,7 @@ var eurekaRoutes = map[routeKey]route{
 	{"GET", "/eureka/svips/:vip"}:                 {fetchKind: metrics.FetchSVIP},
 	{"PUT", "/eureka/asg/:asg/status"}:            {write: writeOther},
 	{"POST", "/eureka/peerreplication/batch"}:     {write: writeBatch},
+	{"POST", "/eureka/goreka/renewals"}:           {write: writeRenewals},
 	{"GET", "/eureka/status"}:                     {},
 	{"GET", "/eureka/serverinfo/statusoverrides"}: {},
 }
