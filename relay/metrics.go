@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,4 +134,35 @@ func (r *Relay) Status() Status {
 		}
 	}
 	return st
+}
+
+// DashboardRows are the General Info rows of the dashboard: the relay's id
+// and upstream, the age of its upstream copy (STALE once older than two
+// fetch intervals: the upstream is gone and the last copy is served), and
+// its queue. The dashboard's applications are the local ones; the copy's
+// are served beside them. A nil relay has none.
+func (r *Relay) DashboardRows() [][2]string {
+	if r == nil {
+		return nil
+	}
+	st := r.Status()
+	kind := "stock Eureka: per-instance heartbeats, paced"
+	if st.Goreka {
+		kind = "goreka: aggregated heartbeats"
+	}
+	if st.ReadOnly {
+		kind = "read replica: writes proxied"
+	}
+	copyRow := fmt.Sprintf("fresh: fetched %s ago, %d instances served beside the local ones", st.Staleness.Round(time.Second), st.Instances)
+	switch {
+	case st.LastFetch.IsZero():
+		copyRow = fmt.Sprintf("STALE: never fetched (%s)", st.LastError)
+	case st.Stale:
+		copyRow = fmt.Sprintf("STALE: last fetched %s ago, serving that copy (%d instances): %s", st.Staleness.Round(time.Second), st.Instances, st.LastError)
+	}
+	queue := "empty"
+	if st.Queued > 0 {
+		queue = fmt.Sprintf("%d instances waiting, oldest %s", st.Queued, st.Lag.Round(time.Second))
+	}
+	return [][2]string{{"relay id", st.ID}, {"relay upstream", st.Upstream + " (" + kind + ")"}, {"relay upstream copy", copyRow}, {"relay queue", queue}}
 }

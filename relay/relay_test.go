@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/document"
@@ -201,8 +203,8 @@ func TestAggregatedHeartbeatsToAGorekaUpstream(t *testing.T) {
 	if !v.LastHeartbeat.Equal(clock.Now()) {
 		t.Fatalf("upstream lease renewed at %v, want %v", v.LastHeartbeat, clock.Now())
 	}
-	if s.relay.m.aggregated.Load() != n {
-		t.Fatalf("aggregated = %d", s.relay.m.aggregated.Load())
+	if v := gauge(t, s.relay, "goreka_relay_heartbeats_aggregated_total"); v != n {
+		t.Fatalf("goreka_relay_heartbeats_aggregated_total = %v, want %d", v, n)
 	}
 	// An instance the upstream lost is registered again.
 	up.reg.Cancel("APP", "i3", false)
@@ -299,6 +301,12 @@ func TestUpstreamGoneThenHealedConverges(t *testing.T) {
 	if !st.Stale || st.Staleness != 90*time.Second {
 		t.Fatalf("status while gone = %+v, want stale for 90s", st)
 	}
+	if v := gauge(t, s.relay, "goreka_relay_upstream_staleness_seconds"); v != 90 {
+		t.Fatalf("staleness metric = %v, want 90", v)
+	}
+	if rows := s.relay.DashboardRows(); !strings.HasPrefix(rows[2][1], "STALE: last fetched 1m30s ago") {
+		t.Fatalf("dashboard rows while gone: %q", rows)
+	}
 	// Local clients and the last copy are still served.
 	full := s.relay.Full(s.reg.Applications())
 	if ids := idsOf(full); ids != "APP/lost APP/new APP/stays CORE/c1" {
@@ -325,6 +333,31 @@ func TestUpstreamGoneThenHealedConverges(t *testing.T) {
 	if st := s.relay.Status(); st.Stale || st.Staleness != 0 {
 		t.Fatalf("status after heal = %+v", st)
 	}
+	if rows := s.relay.DashboardRows(); !strings.HasPrefix(rows[2][1], "fresh") {
+		t.Fatalf("dashboard rows after heal: %q", rows)
+	}
+}
+
+// gauge is the value of the relay's series name (without labels).
+func gauge(t *testing.T, r *Relay, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %s", name)
+	return 0
 }
 
 func idsOf(apps *registry.Applications) string {

@@ -43,6 +43,9 @@ type DashboardState struct {
 	Namespace   string
 	Namespaces  func() []string
 	DefaultPath string
+	// Extra adds rows to General Info (a relay's upstream and the staleness
+	// of its copy, package relay); nil or nil rows: none.
+	Extra func() [][2]string
 }
 
 // DashboardData reads the current state.
@@ -70,6 +73,9 @@ func (d *DashboardState) DashboardData() DashboardData {
 		if kv[0] != "environment" {
 			data.GeneralInfo = append(data.GeneralInfo, kv)
 		}
+	}
+	if d.Extra != nil {
+		data.GeneralInfo = append(data.GeneralInfo, d.Extra()...)
 	}
 	if self := d.Status.Self; self != nil {
 		data.InstanceInfo = [][2]string{{"ipAddr", self.IPAddr}, {"status", string(self.Status)}}
