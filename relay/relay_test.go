@@ -577,3 +577,32 @@ func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
 		t.Fatalf("VIP core = %s", ids)
 	}
 }
+
+func TestFetchAppsKeepsOnlyThoseAtTheEdge(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) { c.FetchApps = []string{"billing", " Users"} }, up.url())
+	for _, app := range []string{"BILLING", "USERS", "SECRET"} {
+		up.reg.Register(inst(app, strings.ToLower(app)+"-1"), false)
+	}
+	s.reg.Register(inst("LOCAL", "l1"), false)
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	full := s.relay.Full(s.reg.Applications())
+	if ids := idsOf(full); ids != "BILLING/billing-1 LOCAL/l1 USERS/users-1" {
+		t.Fatalf("served %s", ids)
+	}
+	if full.HashCode != "UP_3_" {
+		t.Fatalf("hash %s, want UP_3_ (what is served)", full.HashCode)
+	}
+	if d := s.relay.Delta(s.reg.Delta()); d.HashCode != full.HashCode {
+		t.Fatalf("delta hash %s, full %s", d.HashCode, full.HashCode)
+	}
+	if _, ok := s.relay.Application("SECRET", registry.Application{}, false); ok {
+		t.Fatal("an application outside fetch-apps served")
+	}
+	if a, ok := s.relay.Application("BILLING", registry.Application{}, false); !ok || len(a.Instances) != 1 {
+		t.Fatalf("BILLING = %+v %v", a, ok)
+	}
+}
