@@ -43,7 +43,10 @@ func heartbeatsAt(t *testing.T, n *node) float64 {
 // and at the other relays, the core keeps the leases on the relays'
 // aggregated heartbeats alone (no eviction), the heartbeat requests
 // reaching the core are at most 1/50 of the clients', and a cancel at a
-// relay leaves no ghost anywhere.
+// relay leaves no ghost anywhere. Then the first relay is killed (-9): its
+// clients fail over to the other relay (their defaultZone lists both) and
+// the core evicts none of them, while the third level, whose only upstream
+// it was, keeps serving its own client and the last copy, marked stale.
 func TestRelaysInFrontOfACorePair(t *testing.T) {
 	t.Parallel()
 	ip := "127.0.0.1"
@@ -149,4 +152,58 @@ func TestRelaysInFrontOfACorePair(t *testing.T) {
 		}
 		return true, ""
 	})
+
+	// Relay gone: kill -9 relay1. Its clients move to relay2 as a Java
+	// client moves along its defaultZone: a heartbeat answered 404 there
+	// registers.
+	r1.kill()
+	for range 16 {
+		for i := range perRelay {
+			id := fmt.Sprintf("sitea-%d", i)
+			if i == 7 {
+				continue // cancelled above
+			}
+			if code, err := heartbeat(r2, "SITEA", id); err == nil && code == 404 {
+				register(t, r2, "SITEA", id, 1, 3)
+			} else if err != nil || code != 200 {
+				t.Fatalf("heartbeat of %s at relay2: %d %v", id, code, err)
+			}
+		}
+		for i := range perRelay {
+			heartbeat(r2, "SITEB", fmt.Sprintf("siteb-%d", i))
+		}
+		time.Sleep(250 * time.Millisecond) // the clients' pace
+	}
+	for _, c := range core {
+		got, err := apps(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(only(got, "SITEA")); n != perRelay-1 {
+			t.Fatalf("core %s holds %d SITEA instances after relay1 died, want %d", c.name, n, perRelay-1)
+		}
+		if m := scrape(t, c); sumMetric(m, "goreka_evictions_total", "") != 0 {
+			t.Fatalf("core %s evicted %v leases while the clients failed over", c.name, sumMetric(m, "goreka_evictions_total"))
+		}
+	}
+	got, err := apps(r3)
+	if err != nil || got["DEEP/deep-1"] != "UP" || got["SITEB/siteb-1"] != "UP" {
+		t.Fatalf("relay3 without its upstream serves %d instances (DEEP/deep-1 %q, SITEB/siteb-1 %q), err %v", len(got), got["DEEP/deep-1"], got["SITEB/siteb-1"], err)
+	}
+	if m := scrape(t, r3); sumMetric(m, "goreka_relay_upstream_staleness_seconds") < 2 {
+		t.Fatalf("relay3's staleness %v s after 4 s without its upstream", sumMetric(m, "goreka_relay_upstream_staleness_seconds"))
+	}
+}
+
+// TestRelayUpstreamItselfIsRefused: a relay whose upstream is its own
+// address does not start, and says which property is wrong.
+func TestRelayUpstreamItselfIsRefused(t *testing.T) {
+	t.Parallel()
+	ip := "127.0.0.1"
+	p := freePort(t, ip)
+	code, _, stderr := runToExit(t, 30*time.Second, standaloneArgs(ip, p,
+		"--goreka.relay.upstream=http://localhost:"+strconv.Itoa(p)+"/eureka/")...)
+	if code != 2 || !strings.Contains(stderr, "goreka.relay.upstream") || !strings.Contains(stderr, "this server itself") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
 }
