@@ -199,6 +199,19 @@ func TestCompat(t *testing.T) {
 			}
 		}
 	}
+	if mixed || os.Getenv("COMPAT_RELAYS") == "1" {
+		for _, core := range []string{"goreka", "stock"} {
+			res := s.runRelays(t, clients, buildErr, core)
+			table := renderRelays(core, res)
+			fmt.Println(table)
+			md.WriteString(table + "\n")
+			for _, r := range res {
+				if r.outcome == fail {
+					failed = true
+				}
+			}
+		}
+	}
 	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md.String()), 0o644); err != nil {
 		t.Error(err)
 	}
