@@ -606,3 +606,31 @@ func TestFetchAppsKeepsOnlyThoseAtTheEdge(t *testing.T) {
 		t.Fatalf("BILLING = %+v %v", a, ok)
 	}
 }
+
+// The upstream URLs are tried in order, as a client's defaultZone: the
+// first that answers is used for writes, heartbeats and the copy.
+func TestFailsOverToTheNextUpstream(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, dead.URL+"/eureka/", up.url())
+	s.reg.Register(inst("APP", "a1"), false)
+	mustSync(t, s)
+	if _, ok := up.reg.Get("APP", "a1"); !ok {
+		t.Fatal("not registered at the second upstream")
+	}
+	if got := s.relay.Upstream(); got != up.url() {
+		t.Fatalf("upstream in use %s, want %s", got, up.url())
+	}
+	s.reg.Renew(registry.RenewRequest{App: "APP", ID: "a1"})
+	if n := s.relay.HeartbeatOnce(t.Context()); n != 1 {
+		t.Fatalf("heartbeats taken %d", n)
+	}
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.relay.Status(); !st.Goreka || st.Instances != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
