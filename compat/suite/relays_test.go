@@ -145,6 +145,7 @@ func (s *suite) runRelays(t *testing.T, clients []string, buildErr map[string]er
 		}
 		_, last := cond()
 		results[name] = result{pass, last}
+		t.Logf("relays (%s core): %s at %s", coreName, name, time.Since(start).Round(time.Second))
 		return true
 	}
 	if !check(relayChecks[0], 180*time.Second, func() (bool, string) {
