@@ -28,7 +28,15 @@ type Upstream interface {
 	// VIP is local's VIP (or secure VIP) read joined with the copy's
 	// instances of that address.
 	VIP(local *registry.Applications, name string, secure bool) *registry.Applications
+	// Instance is the copy's instance of that application (upper case;
+	// "" for any) and id, for the single-instance reads of an instance the
+	// local registry does not have.
+	Instance(app, id string) (registry.LeaseView, bool)
 }
+
+// Upstream returns the relay's upstream copy (Config.Upstream; nil: none),
+// for the single-instance reads, which do not go through the cache.
+func (b *Builder) Upstream() Upstream { return b.upstream }
 
 // loadUpstream is Load with a relay's upstream copy.
 func (b *Builder) loadUpstream(k cache.Key, w io.Writer) (bool, error) {

@@ -572,6 +572,15 @@ func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
 	if ids := idsOf(get("/eureka/apps/")); ids != "APP/core-app CORE/c2" {
 		t.Fatalf("union at the end = %s", ids)
 	}
+	for path, want := range map[string]int{"/eureka/apps/CORE/c2": 200, "/eureka/instances/core-app": 200, "/eureka/apps/CORE/c1": 404} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Fatalf("GET %s = %d, want %d", path, w.Code, want)
+		}
+	}
 	vip := get("/eureka/vips/core")
 	if ids := idsOf(vip); ids != "CORE/c2" {
 		t.Fatalf("VIP core = %s", ids)

@@ -289,3 +289,25 @@ func viewOf(in *registry.Instance) registry.LeaseView {
 	li := in.LeaseInfo.WithDefaults()
 	return registry.LeaseView{Instance: in, RenewalInterval: li.RenewalInterval, Duration: li.Duration}
 }
+
+// Instance is the copy's served instance of app (any when "") and id
+// (document's Upstream), for the single-instance reads.
+func (r *Relay) Instance(app, id string) (registry.LeaseView, bool) {
+	apps, _ := r.copy()
+	if apps == nil {
+		return registry.LeaseView{}, false
+	}
+	sh := r.shadow()
+	for i := range apps.Apps {
+		a := &apps.Apps[i]
+		if app != "" && a.Name != app {
+			continue
+		}
+		for _, v := range sh.served(a) {
+			if v.Instance.ID() == id {
+				return v, true
+			}
+		}
+	}
+	return registry.LeaseView{}, false
+}

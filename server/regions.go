@@ -31,8 +31,12 @@ func (s *Server) regionsParam(c *gin.Context) (string, bool) {
 // answered, whichever it names.
 func (s *Server) regionsReady() bool { return s.regions.Set.Ready() }
 
-// remoteInstance is the fallback of the single-instance reads.
+// remoteInstance is the fallback of the single-instance reads: a relay's
+// upstream copy, or the remote regions.
 func (s *Server) remoteInstance(app, id string) (registry.LeaseView, bool) {
+	if up := s.docs.Upstream(); up != nil {
+		return up.Instance(strings.ToUpper(app), id)
+	}
 	if !s.regions.On() {
 		return registry.LeaseView{}, false
 	}
