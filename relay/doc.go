@@ -6,8 +6,10 @@
 // union of its clients and a copy of the upstream registry.
 //
 // Forwarding (forward.go). Local changes (registry events that did not come
-// from a peer) put their instance's key in one ordered queue, once: a key
-// already queued is not queued again, and the worker reads the instance's
+// from a peer) put their instance's key in an ordered queue, once (one of
+// eight, by the key's hash, each with its worker: different instances are
+// sent at once, one instance's changes by one worker): a key already
+// queued is not queued again, and the worker reads the instance's
 // current state from the local registry when it gets to the key (register
 // it, or cancel it when it is gone), so an instance's changes reach the
 // upstream in order and a burst of changes to one instance is one call.

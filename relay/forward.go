@@ -35,8 +35,11 @@ type pending struct {
 // forwarder is the ordered queue of instances whose state is to be sent
 // upstream.
 type forwarder struct {
-	mu      sync.Mutex
-	queue   []key // FIFO, each key at most once
+	mu sync.Mutex
+	// queues are FIFOs, each key in at most one of them (its shard's) at
+	// most once: an instance's changes go through one worker, in order,
+	// while the shards' workers send different instances at once.
+	queues  [shards][]key
 	queued  map[key]*pending
 	resync  bool              // the queue overflowed: walk everything
 	known   map[key]bool      // registered upstream by this relay, not cancelled since
@@ -44,6 +47,21 @@ type forwarder struct {
 	looped  map[key]bool      // refused by a relay of the chain: not forwarded
 	removed map[key]time.Time // removed locally, hidden in the copy until it drops them
 	wake    chan struct{}
+}
+
+// shards is how many instances are sent upstream at once.
+const shards = 8
+
+// shardOf is the queue of an instance (FNV-1a of its key).
+func shardOf(k key) int {
+	h := uint32(2166136261)
+	for _, s := range [2]string{k.app, k.id} {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint32(s[i])) * 16777619
+		}
+		h = (h ^ '/') * 16777619
+	}
+	return int(h % shards)
 }
 
 func (f *forwarder) init() {
@@ -69,7 +87,7 @@ func (r *Relay) enqueueLocked(k key) *pending {
 		p.gen++
 		return p
 	}
-	if len(f.queue) >= r.cfg.MaxQueue {
+	if len(f.queued) >= r.cfg.MaxQueue {
 		if !f.resync {
 			r.m.overflows.Add(1)
 			r.warn("overflow", "relay queue full: the upstream will be resynchronised from the local registry", "max", r.cfg.MaxQueue)
@@ -78,7 +96,8 @@ func (r *Relay) enqueueLocked(k key) *pending {
 		return nil
 	}
 	p := &pending{since: r.cfg.Now()}
-	f.queue = append(f.queue, k)
+	i := shardOf(k)
+	f.queues[i] = append(f.queues[i], k)
 	f.queued[k] = p
 	return p
 }
@@ -170,22 +189,49 @@ func (r *Relay) runForward(ctx context.Context) {
 	}
 }
 
-// SyncOnce sends every queued instance upstream, in queue order, and
-// returns how many it sent. It stops at the first call the upstream did
-// not answer (refused, timed out, 5xx): that instance stays first in the
-// queue, and the error is returned. After an overflow it first queues the
-// whole local registry and every instance registered upstream.
+// SyncOnce sends every queued instance upstream, each queue in order (the
+// queues at once), and returns how many it sent. A queue stops at the first
+// call the upstream did not answer (refused, timed out, 5xx): that instance
+// stays first in it, and the error is returned. After an overflow it first
+// queues the whole local registry and every instance registered upstream.
 func (r *Relay) SyncOnce(ctx context.Context) (int, error) {
 	r.resyncIfNeeded()
+	var wg sync.WaitGroup
+	var sent [shards]int
+	var errs [shards]error
+	for i := range shards {
+		r.fwd.mu.Lock()
+		empty := len(r.fwd.queues[i]) == 0
+		r.fwd.mu.Unlock()
+		if !empty {
+			wg.Go(func() { sent[i], errs[i] = r.syncQueue(ctx, i) })
+		}
+	}
+	wg.Wait()
 	n := 0
+	var err error
+	for i := range shards {
+		n += sent[i]
+		if err == nil {
+			err = errs[i]
+		}
+	}
+	return n, err
+}
+
+// syncQueue sends queue i until it is empty or the upstream does not
+// answer.
+func (r *Relay) syncQueue(ctx context.Context, i int) (int, error) {
+	n := 0
+	f := &r.fwd
 	for {
-		f := &r.fwd
 		f.mu.Lock()
-		if len(f.queue) == 0 {
+		if len(f.queues[i]) == 0 {
+			f.queues[i] = nil // let the backing array go
 			f.mu.Unlock()
 			return n, nil
 		}
-		k := f.queue[0]
+		k := f.queues[i][0]
 		p := f.queued[k]
 		sent := *p
 		chain := extend(f.chains[k], r.cfg.ID)
@@ -196,14 +242,12 @@ func (r *Relay) SyncOnce(ctx context.Context) (int, error) {
 			return n, err
 		}
 		f.mu.Lock()
-		// The worker is the only one who pops: k is still first. A change of
-		// k while it was sent (p.gen moved) sends it again, with that change.
+		// This queue's worker is the only one who pops it: k is still first.
+		// A change of k while it was sent (p.gen moved) sends it again, with
+		// that change.
 		if p.gen == sent.gen {
-			f.queue = f.queue[1:]
+			f.queues[i] = f.queues[i][1:]
 			delete(f.queued, k)
-		}
-		if len(f.queue) == 0 {
-			f.queue = nil // let the backing array go
 		}
 		f.mu.Unlock()
 		n++
@@ -332,18 +376,27 @@ func (r *Relay) resyncIfNeeded() {
 // registry's size bounds it.
 func (f *forwarder) resyncAdd(r *Relay, k key) {
 	if f.queued[k] == nil {
-		f.queue = append(f.queue, k)
+		i := shardOf(k)
+		f.queues[i] = append(f.queues[i], k)
 		f.queued[k] = &pending{since: r.cfg.Now()}
 	}
 }
 
-// queueState is the queue's length and the age of its oldest entry.
+// queueState is the number of instances queued and the age of the oldest.
 func (r *Relay) queueState() (int, time.Duration) {
 	f := &r.fwd
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.queue) == 0 {
-		return 0, 0
+	var oldest time.Time
+	for i := range f.queues {
+		if q := f.queues[i]; len(q) > 0 {
+			if at := f.queued[q[0]].since; oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
 	}
-	return len(f.queue), r.cfg.Now().Sub(f.queued[f.queue[0]].since)
+	if oldest.IsZero() {
+		return len(f.queued), 0
+	}
+	return len(f.queued), r.cfg.Now().Sub(oldest)
 }
