@@ -232,4 +232,8 @@ func TestRelayUpstreamItselfIsRefused(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "goreka.relay.upstream") || !strings.Contains(stderr, "this server itself") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
+	code, _, stderr = runToExit(t, 30*time.Second, standaloneArgs(ip, p, "--goreka.relay.read-only=true")...)
+	if code != 2 || !strings.Contains(stderr, "goreka.relay.read-only") || !strings.Contains(stderr, "need goreka.relay.upstream") {
+		t.Fatalf("read-only without upstream: exit %d, stderr %s", code, stderr)
+	}
 }

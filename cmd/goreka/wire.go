@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -272,7 +273,9 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 // newRelay maps goreka.relay.*: nil without an upstream.
 func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change)) (*relay.Relay, error) {
 	rc := cfg.Goreka.Relay
-	if len(rc.Upstream) == 0 {
+	if len(rc.Upstream) == 0 && (rc.ReadOnly || len(rc.FetchApps) > 0) {
+		return nil, errors.New("goreka.relay.read-only and goreka.relay.fetch-apps need goreka.relay.upstream")
+	} else if len(rc.Upstream) == 0 {
 		return nil, nil
 	}
 	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,
