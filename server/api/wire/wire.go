@@ -149,3 +149,61 @@ type ChangesAnswer struct {
 	Changes  []Change  `json:"changes"`
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
+
+// XDSClient is one connected xDS client (an Envoy or a proxyless gRPC
+// client) as GET /goreka/api/v1/xds/clients lists it: its node, the
+// group it is served from, and the last version it ACKed of each resource
+// type.
+type XDSClient struct {
+	Node      string `json:"node"`      // node.id
+	Kind      string `json:"kind"`      // envoy or grpc
+	Namespace string `json:"namespace"` // the namespace it sees
+	Zone      string `json:"zone,omitempty"`
+	// Acked is the last version ACKed per type: cds, eds, lds, rds (a
+	// type it never ACKed is absent).
+	Acked map[string]string `json:"acked"`
+}
+
+// XDSClientsAnswer is the answer of GET /goreka/api/v1/xds/clients.
+type XDSClientsAnswer struct {
+	// Enabled is false when the server serves no xDS
+	// (goreka.xds.enabled=false); Clients is empty then.
+	Enabled bool        `json:"enabled"`
+	Clients []XDSClient `json:"clients"`
+}
+
+// XDSResolution is the answer of GET /goreka/api/v1/xds/resolve: what a
+// client of one kind (envoy or grpc) is served for a name, an application's
+// lower-cased name or a VIP address.
+type XDSResolution struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Zone string `json:"zone,omitempty"` // the node zone the priorities are for
+	// Cluster is the CDS cluster's name ("" when the name has none: no
+	// instance, or not a name of this namespace).
+	Cluster string `json:"cluster"`
+	// HTTP2 is set when the cluster speaks HTTP/2 to its endpoints (the
+	// instances declare a gRPC port).
+	HTTP2 bool `json:"http2,omitempty"`
+	// Listener is the api_listener a gRPC client resolves xds:///Name
+	// with ("" for Envoy).
+	Listener string `json:"listener,omitempty"`
+	// Version is the resources' version, the registry revision they were
+	// built at.
+	Version   string        `json:"version,omitempty"`
+	Endpoints []XDSEndpoint `json:"endpoints"`
+}
+
+// XDSEndpoint is one endpoint of a ClusterLoadAssignment with its
+// locality.
+type XDSEndpoint struct {
+	Instance       string `json:"instance,omitempty"` // Eureka instance id, where known
+	Address        string `json:"address"`
+	Port           int    `json:"port"`
+	Health         string `json:"health"` // HEALTHY, UNHEALTHY, DRAINING, UNKNOWN
+	Weight         int    `json:"weight"`
+	Zone           string `json:"zone,omitempty"`
+	SubZone        string `json:"subZone,omitempty"`
+	Priority       int    `json:"priority"`
+	LocalityWeight int    `json:"localityWeight"`
+}
