@@ -8,6 +8,7 @@ import (
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/replication"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // lifecycleRows is how many instances the dashboard lists in its lifecycle
@@ -43,6 +44,9 @@ type DashboardState struct {
 	Namespace   string
 	Namespaces  func() []string
 	DefaultPath string
+	// XDS, when set, lists the namespace's connected xDS clients (nil: xDS
+	// is off and the section is hidden); api.XDS satisfies it.
+	XDS interface{ Clients() []wire.XDSClient }
 }
 
 // DashboardData reads the current state.
@@ -77,6 +81,9 @@ func (d *DashboardState) DashboardData() DashboardData {
 	data.ReplicaInfo = info.Application // the one read of the replicas
 	lc := d.Health.Lifecycle(lifecycleRows)
 	data.Lifecycle = &lc
+	if d.XDS != nil {
+		data.XDS, data.XDSClients = true, d.XDS.Clients()
+	}
 	if ns != namespace.Default {
 		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + ns
 	}
