@@ -43,6 +43,8 @@ type Config struct {
 	Buffer int
 	// Logger receives NACKs, client connections and resynchronisations.
 	Logger *slog.Logger
+	// Now is the clock (ClientInfo.Since, NACK.At); nil means time.Now.
+	Now func() time.Time
 }
 
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
@@ -83,6 +85,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
@@ -345,7 +350,13 @@ type streamInfo struct {
 	node    *core.Node
 	key     groupKey
 	counted bool
+	since   time.Time
+	acked   map[string]string // last ACKed version by type URL
+	nack    *NACK             // the last NACK
+	sent    map[string][]sent // the last responses by type URL
 }
+
+func (s *Server) now() time.Time { return s.cfg.Now() }
 
 // seen records a stream's node the first time it is known and returns the
 // node (the one recorded when a later request omits it). A stream counts
@@ -360,7 +371,7 @@ func (s *Server) seen(sk streamKey, n *core.Node) *core.Node {
 			s.mu.Unlock()
 			return nil
 		}
-		si = &streamInfo{node: n, key: keyOf(n, s.cfg.ZonePriority)}
+		si = &streamInfo{node: n, key: keyOf(n, s.cfg.ZonePriority), since: s.now()}
 		s.streams[sk] = si
 		if s.spaces[si.key.ns] != nil {
 			si.counted = true
@@ -405,24 +416,34 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		StreamClosedFunc:      func(id int64, _ *core.Node) { s.closed(streamKey{id: id}) },
 		DeltaStreamClosedFunc: func(id int64, _ *core.Node) { s.closed(streamKey{delta: true, id: id}) },
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
-			n := s.seen(streamKey{id: id}, req.GetNode())
+			sk := streamKey{id: id}
+			n := s.seen(sk, req.GetNode())
+			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), status.FromProto(d))
+				st = status.FromProto(d)
+				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			}
+			s.requested(sk, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			return nil
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
-			n := s.seen(streamKey{delta: true, id: id}, req.GetNode())
+			sk := streamKey{delta: true, id: id}
+			n := s.seen(sk, req.GetNode())
+			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), status.FromProto(d))
+				st = status.FromProto(d)
+				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			}
+			s.requested(sk, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			return nil
 		},
-		StreamResponseFunc: func(_ context.Context, _ int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
 		},
-		StreamDeltaResponseFunc: func(_ int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+		StreamDeltaResponseFunc: func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo())
 		},
 	}
 }
