@@ -60,20 +60,18 @@ func (c *ctl) xds(ctx context.Context, args []string) error {
 	if r.Listener != "" {
 		head += ", listener " + r.Listener
 	}
-	if r.Version != "" {
-		head += ", version " + r.Version
-	}
+	head += ", revision " + strconv.FormatInt(r.Revision, 10)
 	fmt.Fprintln(c.stdout, head)
 	eps := slices.Clone(r.Endpoints)
 	slices.SortStableFunc(eps, func(a, b wire.XDSEndpoint) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Instance, b.Instance))
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	var rows [][]string
 	for _, e := range eps {
 		rows = append(rows, []string{net.JoinHostPort(e.Address, strconv.Itoa(e.Port)), e.Health, strconv.Itoa(e.Weight),
-			cmp.Or(e.Zone, "-"), strconv.Itoa(e.Priority), strconv.Itoa(e.LocalityWeight), cmp.Or(e.Instance, "-")})
+			cmp.Or(e.Zone, "-"), strconv.Itoa(e.Priority), strconv.Itoa(e.LocalityWeight), cmp.Or(e.SubZone, e.HostName, "-")})
 	}
-	c.table("ENDPOINT\tHEALTH\tWEIGHT\tZONE\tPRIORITY\tLOCALITY-WEIGHT\tINSTANCE", rows)
+	c.table("ENDPOINT\tHEALTH\tWEIGHT\tZONE\tPRIORITY\tLOCALITY-WEIGHT\tINSTANCE/HOST", rows)
 	fmt.Fprintf(c.stdout, "(%d endpoints)\n", len(eps))
 	return nil
 }

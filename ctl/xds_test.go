@@ -9,9 +9,9 @@ const xdsClientsBody = `{"enabled":true,"clients":[` +
 	`{"node":"web-7f9c","kind":"grpc","namespace":"default","zone":"z2","acked":{"rds":"12","lds":"12","eds":"13","cds":"12"}},` +
 	`{"node":"edge","kind":"envoy","namespace":"default","acked":{}}]}`
 
-const xdsResolveBody = `{"name":"echo","kind":"grpc","zone":"z1","cluster":"echo","http2":true,"listener":"echo","version":"13","endpoints":[` +
-	`{"instance":"e2","address":"127.0.0.2","port":9001,"health":"DRAINING","weight":10,"zone":"z2","subZone":"e2","priority":1,"localityWeight":10},` +
-	`{"instance":"e1","address":"127.0.0.1","port":9000,"health":"HEALTHY","weight":90,"zone":"z1","subZone":"e1","priority":0,"localityWeight":90},` +
+const xdsResolveBody = `{"name":"echo","kind":"grpc","zone":"z1","cluster":"echo","http2":true,"listener":"echo","revision":13,"endpoints":[` +
+	`{"hostName":"e2.local","address":"127.0.0.2","port":9001,"health":"DRAINING","weight":10,"zone":"z2","subZone":"e2","priority":1,"localityWeight":10},` +
+	`{"hostName":"e1.local","address":"127.0.0.1","port":9000,"health":"HEALTHY","weight":90,"zone":"z1","subZone":"e1","priority":0,"localityWeight":90},` +
 	`{"address":"::1","port":9002,"health":"UNKNOWN","weight":1,"priority":1,"localityWeight":1}]}`
 
 // xds lists the clients, or one name's cluster and endpoints, lowest
@@ -28,8 +28,8 @@ func TestXDS(t *testing.T) {
 		{[]string{"xds"}, "NODE      KIND   NAMESPACE  ZONE  ACKED\n" +
 			"edge      envoy  default    -     -\n" +
 			"web-7f9c  grpc   default    z2    cds=12 eds=13 lds=12 rds=12\n(2 clients)\n"},
-		{[]string{"xds", "echo", "kind=grpc", "zone=z1"}, "echo (grpc, node zone z1): cluster echo (HTTP/2), listener echo, version 13\n" +
-			"ENDPOINT        HEALTH    WEIGHT  ZONE  PRIORITY  LOCALITY-WEIGHT  INSTANCE\n" +
+		{[]string{"xds", "echo", "kind=grpc", "zone=z1"}, "echo (grpc, node zone z1): cluster echo (HTTP/2), listener echo, revision 13\n" +
+			"ENDPOINT        HEALTH    WEIGHT  ZONE  PRIORITY  LOCALITY-WEIGHT  INSTANCE/HOST\n" +
 			"127.0.0.1:9000  HEALTHY   90      z1    0         90               e1\n" +
 			"[::1]:9002      UNKNOWN   1       -     1         1                -\n" +
 			"127.0.0.2:9001  DRAINING  10      z2    1         10               e2\n(3 endpoints)\n"},

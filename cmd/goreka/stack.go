@@ -15,6 +15,7 @@ import (
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/xdsview"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
 )
@@ -62,8 +63,9 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
 	}
 	s.reg = registry.New(ro)
-	a.xds.Attach(name, s.reg)              // follows the change stream from here, restore included
-	s.api = api.New(s.reg, apiConfig(now)) // before any write: its index starts from the empty registry
+	a.xds.Attach(name, s.reg)                  // follows the change stream from here, restore included
+	xv := xdsview.New(a.xds, name)             // nil when xDS is off
+	s.api = api.New(s.reg, apiConfig(now, xv)) // before any write: its index starts from the empty registry
 	if p := namespace.SnapshotPath(cfg.Goreka.Snapshot.Path, name); p != "" {
 		sc := snapshotConfig(cfg, now, s.log)
 		sc.Path = p
@@ -117,7 +119,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		s.srv.MountDashboard(path, &server.DashboardState{
 			Environment: cfg.Environment, Datacenter: cfg.Datacenter, Status: status,
 			Eviction: s.evictor, Replication: s.repl, Health: s.health,
-			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path,
+			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path, XDS: xv,
 		})
 	}
 

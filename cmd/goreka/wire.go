@@ -180,8 +180,8 @@ func fetchLimitConfig(fl config.FetchLimitConfig) server.FetchLimitConfig {
 		Burst: fl.Burst, MaxClients: fl.MaxClients, IdentifyBy: fl.IdentifyBy}
 }
 
-func apiConfig(now func() time.Time) api.Config {
-	return api.Config{Now: now}
+func apiConfig(now func() time.Time, x api.XDS) api.Config {
+	return api.Config{Now: now, XDS: x}
 }
 
 func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, namespace string) server.OpsConfig {

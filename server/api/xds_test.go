@@ -22,8 +22,8 @@ func (x *fakeXDS) Resolve(name, kind, zone string) (wire.XDSResolution, bool) {
 	if name != "orders" {
 		return wire.XDSResolution{}, false
 	}
-	return wire.XDSResolution{Name: name, Kind: kind, Zone: zone, Cluster: "orders", Version: "7",
-		Endpoints: []wire.XDSEndpoint{{Instance: "o1", Address: "10.0.0.1", Port: 8080, Health: "HEALTHY", Weight: 90, Zone: "z1", LocalityWeight: 90}}}, true
+	return wire.XDSResolution{Name: name, Kind: kind, Zone: zone, Cluster: "orders", Revision: 7,
+		Endpoints: []wire.XDSEndpoint{{HostName: "o1.local", Address: "10.0.0.1", Port: 8080, Health: "HEALTHY", Weight: 90, Zone: "z1", LocalityWeight: 90}}}, true
 }
 
 func TestXDSClients(t *testing.T) {

@@ -188,22 +188,22 @@ type XDSResolution struct {
 	// Listener is the api_listener a gRPC client resolves xds:///Name
 	// with ("" for Envoy).
 	Listener string `json:"listener,omitempty"`
-	// Version is the resources' version, the registry revision they were
-	// built at.
-	Version   string        `json:"version,omitempty"`
+	// Revision is the registry revision the namespace's resources are
+	// at.
+	Revision  int64         `json:"revision"`
 	Endpoints []XDSEndpoint `json:"endpoints"`
 }
 
 // XDSEndpoint is one endpoint of a ClusterLoadAssignment with its
 // locality.
 type XDSEndpoint struct {
-	Instance       string `json:"instance,omitempty"` // Eureka instance id, where known
+	HostName       string `json:"hostName,omitempty"` // the instance's Eureka hostName
 	Address        string `json:"address"`
 	Port           int    `json:"port"`
 	Health         string `json:"health"` // HEALTHY, UNHEALTHY, DRAINING, UNKNOWN
 	Weight         int    `json:"weight"`
 	Zone           string `json:"zone,omitempty"`
-	SubZone        string `json:"subZone,omitempty"`
+	SubZone        string `json:"subZone,omitempty"` // gRPC clients: the instance id (one locality each)
 	Priority       int    `json:"priority"`
 	LocalityWeight int    `json:"localityWeight"`
 }
