@@ -71,6 +71,8 @@ type Server struct {
 	synced func(ns string, rev int64)
 	// resyncs counts resynchronisations after a *registry.LaggedError.
 	resyncs atomic.Int64
+	// vers turns the caches' versions into revisions.
+	vers versions
 
 	clients *prometheus.GaugeVec
 	pushes  *prometheus.CounterVec
@@ -121,7 +123,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
+	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
@@ -439,10 +441,12 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			resp.VersionInfo = s.vers.revision(resp.GetVersionInfo()) // this stream's own response
 			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
 		},
 		StreamDeltaResponseFunc: func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			resp.SystemVersionInfo = s.vers.revision(resp.GetSystemVersionInfo())
 			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo())
 		},
 	}
