@@ -83,7 +83,7 @@ func kindOf(n *core.Node) Kind {
 type group struct {
 	key    groupKey
 	opts   buildOptions
-	caches map[string]*cachev3.LinearCache // one per served type, fixed when the group is built
+	caches map[string]*typed // one per served type, fixed when the group is built
 	// last is the resources last handed to the caches, by type and name,
 	// to skip those a change rebuilt unchanged: LinearCache bumps its
 	// version on every update, and a SotW CDS answer is the full state, so
@@ -97,12 +97,13 @@ type group struct {
 }
 
 // cache is the cache of typeURL, nil for a type that is not served.
-func (g *group) cache(typeURL string) *cachev3.LinearCache { return g.caches[typeURL] }
+func (g *group) cache(typeURL string) *typed { return g.caches[typeURL] }
 
 // space is one namespace: its index, fed from its registry's change stream,
 // and its groups.
 type space struct {
 	name   string
+	vers   *versions // the server's: every cache is added to it
 	mu     sync.Mutex
 	idx    *index
 	groups map[groupKey]*group
@@ -128,7 +129,7 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 			return g
 		}
 	}
-	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*cachev3.LinearCache{}, present: map[string]bool{}}
+	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*typed{}, present: map[string]bool{}}
 	g.last = map[string]map[string]types.Resource{}
 	init := map[string]map[string]types.Resource{}
 	for _, t := range served {
@@ -142,7 +143,8 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 		}
 	}
 	for _, t := range served {
-		g.caches[t] = cachev3.NewLinearCache(t, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init[t]))
+		g.caches[t] = newTyped(t, init[t], sp.idx.rev)
+		sp.vers.add(g.caches[t])
 		g.last[t] = maps.Clone(init[t])
 	}
 	sp.groups[k] = g
@@ -199,7 +201,7 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			if len(upd[t]) == 0 && len(d) == 0 {
 				continue
 			}
-			err = errors.Join(err, g.cache(t).UpdateResources(upd[t], d))
+			err = errors.Join(err, g.cache(t).update(upd[t], d, sp.idx.rev))
 		}
 	}
 	return err
@@ -216,7 +218,7 @@ type router struct{ s *Server }
 
 var _ cachev3.Cache = router{}
 
-func (rt router) cacheOf(n *core.Node, typeURL string) (*cachev3.LinearCache, error) {
+func (rt router) cacheOf(n *core.Node, typeURL string) (*typed, error) {
 	g, err := rt.s.group(n)
 	if err != nil {
 		return nil, err
@@ -233,6 +235,9 @@ func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch 
 	if err != nil {
 		return nil, err
 	}
+	// The request is the stream's own (go-control-plane hands it on to
+	// the response callback, which reads only its node).
+	req.VersionInfo = c.cacheVersion(req.GetVersionInfo())
 	return c.CreateWatch(req, sub, ch)
 }
 

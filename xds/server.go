@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (ClientInfo.Since, NACK.At); nil means time.Now.
 	Now func() time.Time
+	// GetCertificate, when set, makes the gRPC port serve TLS with the
+	// certificates it returns (the main port's source, called at every
+	// handshake, so that a rotating source rotates here too).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Credentials, when not empty, are the users (name -> password) a
+	// call must name in its authorization metadata (Basic), else it is
+	// refused with UNAUTHENTICATED and a log line (at most one per 10 s).
+	// The REST form is behind the main port's own authentication.
+	Credentials map[string]string
 }
 
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
@@ -71,6 +81,10 @@ type Server struct {
 	synced func(ns string, rev int64)
 	// resyncs counts resynchronisations after a *registry.LaggedError.
 	resyncs atomic.Int64
+	// vers turns the caches' versions into revisions.
+	vers versions
+	// refusals rate-limits the log lines of refused calls.
+	refusals rateLog
 
 	clients *prometheus.GaugeVec
 	pushes  *prometheus.CounterVec
@@ -121,7 +135,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
+	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
@@ -245,7 +259,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("xds: %w", err)
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(s.serverOptions(),
 		// xDS streams live long and are quiet between changes: let clients
 		// keep them alive (Envoy and grpc-go ping no more than every 10 s
 		// unless configured otherwise).
@@ -256,7 +270,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		// goreka_xds_clients do not outlive it.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.MaxConcurrentStreams(1000),
-	)
+	)...)
 	s.Register(s.grpc)
 	s.addr = lis.Addr()
 	s.wg.Go(func() {
@@ -271,7 +285,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		case <-s.ctx.Done():
 		}
 	}()
-	s.log.Info("xds server listening", "address", s.addr.String())
+	s.log.Info("xds server listening", "address", s.addr.String(), "tls", s.cfg.GetCertificate != nil, "auth", len(s.cfg.Credentials) > 0)
 	return nil
 }
 
@@ -439,10 +453,12 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			resp.VersionInfo = s.vers.revision(resp.GetVersionInfo()) // this stream's own response
 			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
 		},
 		StreamDeltaResponseFunc: func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			resp.SystemVersionInfo = s.vers.revision(resp.GetSystemVersionInfo())
 			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo())
 		},
 	}

@@ -2,6 +2,8 @@ package xds
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +147,80 @@ func TestResolve(t *testing.T) {
 	var nilS *Server
 	if _, ok := nilS.Resolve("default", "orders", Envoy); ok || nilS.Clients() != nil {
 		t.Error("a nil server resolved or listed clients")
+	}
+}
+
+// version_info is the registry revision of the change that produced the
+// response, and echoing it back (an ACK) causes no resend.
+func TestVersionIsTheRegistryRevision(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("A", "a1", "10.0.0.1"), inst("B", "b1", "10.0.0.2"))
+	f.sync()
+	rev1 := strconv.FormatInt(f.reg.Revision(), 10)
+
+	st := ads(t, f.s)
+	cds := roundTrip(t, st, &discovery.DiscoveryRequest{Node: node("e"), TypeUrl: resource.ClusterType})
+	if cds.GetVersionInfo() != rev1 {
+		t.Fatalf("CDS version_info %q, want the registry revision %s", cds.GetVersionInfo(), rev1)
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{TypeUrl: resource.ClusterType, VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}); err != nil {
+		t.Fatal(err)
+	}
+	eds := roundTrip(t, st, &discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: []string{"a"}})
+	if eds.GetVersionInfo() != rev1 {
+		t.Fatalf("EDS version_info %q, want %s", eds.GetVersionInfo(), rev1)
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: []string{"a"}, VersionInfo: eds.GetVersionInfo(), ResponseNonce: eds.GetNonce()}); err != nil {
+		t.Fatal(err)
+	}
+
+	// B's change moves nothing the stream watches; A's is the next answer,
+	// at A's revision (and not a resend of the ACKed versions).
+	if err := f.reg.StatusUpdate("B", "b1", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.StatusUpdate("A", "a1", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	revA := strconv.FormatInt(f.reg.Revision(), 10)
+	got, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetTypeUrl() != resource.EndpointType || got.GetVersionInfo() != revA {
+		t.Fatalf("after A's status change: %s at %q, want EDS at revision %s", typeName(got.GetTypeUrl()), got.GetVersionInfo(), revA)
+	}
+	// A registration adds a cluster: CDS at the registration's revision.
+	f.register(inst("C", "c1", "10.0.0.3"))
+	revC := strconv.FormatInt(f.reg.Revision(), 10)
+	got, err = st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetTypeUrl() != resource.ClusterType || got.GetVersionInfo() != revC {
+		t.Fatalf("after C registered: %s at %q, want CDS at revision %s", typeName(got.GetTypeUrl()), got.GetVersionInfo(), revC)
+	}
+}
+
+// A version the cache has not reached (a client of a previous goreka with
+// a higher revision) is answered with the full state, as a new client is.
+func TestVersionAheadIsAnsweredInFull(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("A", "a1", "10.0.0.1"))
+	f.sync()
+	g := f.s.mustGroup(t, node("e"))
+	c := g.cache(resource.ClusterType)
+	if v := c.cacheVersion("999999"); v != "999999" {
+		t.Errorf("a revision ahead maps to %q, want it unchanged", v)
+	}
+	rev := strconv.FormatInt(f.reg.Revision(), 10)
+	if v := c.cacheVersion(rev); !strings.HasPrefix(v, c.prefix) {
+		t.Errorf("the current revision maps to %q, want a version of prefix %q", v, c.prefix)
+	}
+	if got := f.s.vers.revision(c.prefix + "0"); got != rev {
+		t.Errorf("the cache's first version is revision %q, want %s", got, rev)
+	}
+	if got := f.s.vers.revision("other-7"); got != "other-7" {
+		t.Errorf("an unknown version became %q", got)
 	}
 }

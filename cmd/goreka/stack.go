@@ -129,6 +129,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		// Process-wide, shared by every namespace: served at /metrics.
 		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
 		s.metrics.Registry().MustRegister(a.xds.Collector()) // unwrapped: its series carry their own namespace
+		s.srv.MountXDS(a.xds.Handler())                      // nil when disabled; the node picks the namespace
 	}
 	if s.regions.Set.Len() > 0 {
 		s.metrics.MustRegister(s.regions.Set.Collector())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"time"
@@ -23,11 +24,25 @@ import (
 )
 
 // xdsServer maps goreka.xds.*: nil, which serves nothing, when disabled.
+// The xDS port has the main port's certificate and users.
 func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
-	if x := cfg.Goreka.XDS; x.Enabled {
-		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")})
+	x, sec := cfg.Goreka.XDS, cfg.Security
+	if !x.Enabled {
+		return nil
 	}
-	return nil
+	c := xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")}
+	if sec.Password != "" || len(sec.Users) > 0 { // as the main port's authentication
+		c.Credentials = map[string]string{sec.User: sec.Password, sec.ReadOnlyUser: sec.ReadOnlyPassword}
+		for _, u := range sec.Users {
+			c.Credentials[u.Name] = u.Password
+		}
+		delete(c.Credentials, "") // an unset user or read-only user
+	}
+	if cfg.TLSEnabled() {
+		pair, err := tls.LoadX509KeyPair(cfg.Server.SSL.Certificate, cfg.Server.SSL.CertificatePrivateKey) // checked at start-up (main)
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, err }
+	}
+	return xds.New(c)
 }
 
 // One function per package maps goreka's configuration onto that

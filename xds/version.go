@@ -1,0 +1,119 @@
+package xds
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+)
+
+// Versions. A client is sent version_info = the registry revision of the
+// change that produced the response (the revision the namespace's
+// resources were at when the cache was last updated), so that an operator
+// can compare an Envoy's config_dump or a dashboard's "last ACKed" with the
+// registry's revision. go-control-plane's LinearCache numbers its own
+// updates (prefix + counter); each cache here has a prefix of its own, and
+// records the revision of each of its updates, so that a response's cache
+// version is rewritten to the revision just before it is sent (the
+// server's response callbacks), and the revision a client sends back is
+// turned into a version of the cache's prefix again (router.CreateWatch).
+
+// revisionRing is how many updates of a cache are remembered: a response
+// is built at an update and sent straight away, so only the last few are
+// ever looked up.
+const revisionRing = 1024
+
+// typed is the cache of one type for one group, with the revision of each
+// of its updates.
+type typed struct {
+	*cachev3.LinearCache
+	prefix string
+
+	mu   sync.Mutex
+	n    uint64              // the LinearCache's update counter
+	revs [revisionRing]int64 // revision of update i at i % revisionRing
+}
+
+// cacheSeq numbers caches, to give each a prefix of its own.
+var cacheSeq atomic.Uint64
+
+// newTyped returns the cache of typeURL holding init, at revision rev.
+func newTyped(typeURL string, init map[string]types.Resource, rev int64) *typed {
+	t := &typed{prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-"}
+	t.revs[0] = rev
+	t.LinearCache = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(t.prefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init))
+	return t
+}
+
+// update hands the cache a change made at revision rev. The revision is
+// recorded before the cache numbers the update, so that every version a
+// response can carry has its revision. Calls are serialised by the
+// namespace's lock, as the LinearCache's counter is.
+func (t *typed) update(upd map[string]types.Resource, del []string, rev int64) error {
+	t.mu.Lock()
+	t.n++
+	t.revs[t.n%revisionRing] = rev
+	t.mu.Unlock()
+	return t.UpdateResources(upd, del)
+}
+
+// revisionOf is the revision of cache version v ("" and false when v is not
+// one of this cache's or is too old to be remembered).
+func (t *typed) revisionOf(v string) (int64, bool) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(v, t.prefix), 10, 64)
+	if err != nil || !strings.HasPrefix(v, t.prefix) {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n > t.n || t.n-n >= revisionRing {
+		return 0, false
+	}
+	return t.revs[n%revisionRing], true
+}
+
+// latest is the revision of the cache's last update.
+func (t *typed) latest() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.revs[t.n%revisionRing]
+}
+
+// cacheVersion turns the version a client sent (a revision, as it was
+// sent) into one the LinearCache takes for its own: a revision it has
+// reached. Anything else (empty, another server's, a revision ahead of
+// this process: a client of a previous goreka) is left as it is, and the
+// cache answers with its full state, as it does a new client.
+func (t *typed) cacheVersion(v string) string {
+	r, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || r < 0 || r > t.latest() {
+		return v
+	}
+	return t.prefix + "r" + v
+}
+
+// versions finds the cache of a cache version by its prefix, for the
+// response callbacks (which know the version, not the group).
+type versions struct{ m sync.Map } // prefix -> *typed
+
+func (vs *versions) add(t *typed) { vs.m.Store(t.prefix, t) }
+
+// revision rewrites cache version v to the decimal revision it stands for;
+// v itself when it is not known.
+func (vs *versions) revision(v string) string {
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 {
+		return v
+	}
+	x, ok := vs.m.Load(v[:i+1])
+	if !ok {
+		return v
+	}
+	if r, ok := x.(*typed).revisionOf(v); ok {
+		return strconv.FormatInt(r, 10)
+	}
+	return v
+}
