@@ -467,6 +467,9 @@ func (x *xdsRun) grpcJava(t *testing.T) {
 		}
 		return got
 	}
+	if err := p.WaitListening(fmt.Sprintf("127.0.0.1:%d", control), 60*time.Second); err != nil {
+		t.Fatalf("grpc-java agent did not start: %v", err)
+	}
 	var got map[string]int
 	if _, ok := until(90*time.Second, func() bool {
 		if p.exited() {
