@@ -224,10 +224,10 @@ func registerXDS(api eurekaAPI, app, id string, port int, md map[string]string) 
 	inst := map[string]any{"instance": map[string]any{
 		"instanceId": id, "app": strings.ToUpper(app), "ipAddr": "127.0.0.1", "hostName": "localhost",
 		"vipAddress": vip, "secureVipAddress": vip, "status": "UP", "overriddenStatus": "UNKNOWN",
-		"dataCenterInfo": map[string]any{"@class": "com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo", "name": "MyOwn"},
-		"leaseInfo":      map[string]any{"renewalIntervalInSecs": 30, "durationInSecs": 600},
-		"port":           map[string]any{"$": port, "@enabled": "true"},
-		"securePort":     map[string]any{"$": 443, "@enabled": "false"},
+		"dataCenterInfo":       map[string]any{"@class": "com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo", "name": "MyOwn"},
+		"leaseInfo":            map[string]any{"renewalIntervalInSecs": 30, "durationInSecs": 600},
+		"port":                 map[string]any{"$": port, "@enabled": "true"},
+		"securePort":           map[string]any{"$": 443, "@enabled": "false"},
 		"lastUpdatedTimestamp": now, "lastDirtyTimestamp": now, "metadata": md,
 	}}
 	b, _ := json.Marshal(inst)
