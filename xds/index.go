@@ -20,10 +20,40 @@ type index struct {
 	rev    int64
 	insts  map[instKey]registry.LeaseView
 	byName map[string]map[instKey]struct{}
+	// expired is the leases the last sweep found past their expiry
+	// (renewals are no events: only a sweep of the registry sees them stop).
+	expired map[instKey]struct{}
 }
 
 func newIndex() *index {
-	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}}
+	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}, expired: map[instKey]struct{}{}}
+}
+
+// setExpired replaces the expired set with keys and adds the names of the
+// instances whose membership changed to touched.
+func (x *index) setExpired(keys []registry.InstanceKey, touched map[string]struct{}) {
+	next := make(map[instKey]struct{}, len(keys))
+	for _, k := range keys {
+		next[instKey{k.App, k.ID}] = struct{}{}
+	}
+	mark := func(k instKey) {
+		if v, ok := x.insts[k]; ok {
+			for _, n := range namesOf(v.Instance) {
+				touched[n] = struct{}{}
+			}
+		}
+	}
+	for k := range next {
+		if _, ok := x.expired[k]; !ok {
+			mark(k)
+		}
+	}
+	for k := range x.expired {
+		if _, ok := next[k]; !ok {
+			mark(k)
+		}
+	}
+	x.expired = next
 }
 
 // namesOf returns the names in is reachable under, without duplicates.
@@ -48,6 +78,9 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 		return // nothing a read returns changed: nothing to resend
 	}
 	k := instKey{strings.ToUpper(e.App), e.ID}
+	if e.Kind.Removal() || e.Kind == registry.EventRegister {
+		delete(x.expired, k) // gone, or renewed by its registration
+	}
 	if e.Kind.Removal() {
 		x.put(k, nil, touched)
 		return
@@ -93,7 +126,9 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	for n := range x.byName {
 		touched[n] = struct{}{}
 	}
+	expired := x.expired // kept until the next sweep
 	*x = *newIndex()
+	x.expired = expired
 	x.rev = view.Revision
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {

@@ -71,10 +71,23 @@ type buildOptions struct {
 	// zone is the node's own zone when zone priority applies ("" = none:
 	// every locality has priority 0).
 	zone string
-	// heldAsUnhealthy keeps a lease that goreka serves as DOWN only because
-	// self-preservation holds it UNHEALTHY; false serves it as the UP the
-	// instance last claimed.
+	// heldAsUnhealthy serves a lease whose heartbeats stopped (expired, not
+	// evicted: held by self-preservation) or that the health evidence calls
+	// dead as UNHEALTHY; false serves each by the status goreka serves to
+	// Eureka clients.
 	heldAsUnhealthy bool
+	// expired tells the leases past their expiry (the namespace's last
+	// sweep); nil: none.
+	expired map[instKey]struct{}
+}
+
+// isExpired tells whether o's sweep found v's lease expired.
+func (o buildOptions) isExpired(v registry.LeaseView) bool {
+	if len(o.expired) == 0 {
+		return false
+	}
+	_, ok := o.expired[instKey{strings.ToUpper(v.Instance.App), v.Instance.ID()}]
+	return ok
 }
 
 // resources is what one name resolves to for one group.
@@ -211,7 +224,7 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 				}}},
 				Hostname: in.HostName,
 			}},
-			HealthStatus:        health(v, o.heldAsUnhealthy),
+			HealthStatus:        o.health(v),
 			LoadBalancingWeight: wrapperspb.UInt32(w),
 			Metadata:            lbMetadata(in.Metadata),
 		})
@@ -284,7 +297,7 @@ func dedupe(views []registry.LeaseView, o buildOptions) []registry.LeaseView {
 
 // better tells whether v should be served rather than w at one address.
 func better(v, w registry.LeaseView, o buildOptions) bool {
-	if hv, hw := healthRank(health(v, o.heldAsUnhealthy)), healthRank(health(w, o.heldAsUnhealthy)); hv != hw {
+	if hv, hw := healthRank(o.health(v)), healthRank(o.health(w)); hv != hw {
 		return hv < hw
 	}
 	if v.Revision != w.Revision {
@@ -360,25 +373,37 @@ func zoneOf(in *registry.Instance) string {
 	return ""
 }
 
-// health maps an instance's served status to an xDS health status.
-// A lease that goreka serves as DOWN only because self-preservation holds it
-// (DownByHeld, goreka.eviction.report-held-as-down) counts as its own UP
-// unless heldAsUnhealthy.
-func health(v registry.LeaseView, heldAsUnhealthy bool) core.HealthStatus {
+// health is v's xDS health status under o.
+func (o buildOptions) health(v registry.LeaseView) core.HealthStatus {
+	return health(v, o.heldAsUnhealthy, o.isExpired(v))
+}
+
+// health maps an instance's served status (the one goreka serves to
+// Eureka clients) to an xDS health status. With heldAsUnhealthy, a lease
+// whose heartbeats stopped (expired: held by self-preservation, or not
+// evicted yet) or that goreka's own evidence holds DOWN (DownBy: the
+// prober's verdict, a held lease under goreka.eviction.report-held-as-down)
+// is UNHEALTHY whatever it would otherwise be, but for DRAINING and an
+// operator's UP override (which MarkDown never replaces). Without it the
+// served status alone decides: what a Eureka client sees.
+func health(v registry.LeaseView, heldAsUnhealthy, expired bool) core.HealthStatus {
 	s := v.Instance.Status
-	if s == registry.StatusDown && v.DownBy == registry.DownByHeld && !heldAsUnhealthy {
-		s = registry.StatusUp
-	}
+	h := core.HealthStatus_UNKNOWN
 	switch s {
 	case registry.StatusUp:
-		return core.HealthStatus_HEALTHY
+		h = core.HealthStatus_HEALTHY
 	case registry.StatusDown, registry.StatusStarting:
-		return core.HealthStatus_UNHEALTHY
+		h = core.HealthStatus_UNHEALTHY
 	case registry.StatusOutOfService:
-		return core.HealthStatus_DRAINING
-	default:
-		return core.HealthStatus_UNKNOWN
+		h = core.HealthStatus_DRAINING
 	}
+	if !heldAsUnhealthy || h == core.HealthStatus_UNHEALTHY || h == core.HealthStatus_DRAINING {
+		return h
+	}
+	if expired || v.DownBy != 0 && s != registry.StatusUp {
+		return core.HealthStatus_UNHEALTHY
+	}
+	return h
 }
 
 // lbMetadata puts every metadata entry under filter_metadata["envoy.lb"],

@@ -35,10 +35,14 @@ type Config struct {
 	// ZonePriority gives a node that declares a locality zone its own
 	// zone's endpoints at priority 0 and the other zones' at 1.
 	ZonePriority bool
-	// HeldAsUnhealthy serves a lease held by self-preservation (goreka
-	// serves it DOWN, goreka.eviction.report-held-as-down) as UNHEALTHY;
-	// false serves it as the UP the instance last claimed.
+	// HeldAsUnhealthy serves a lease whose heartbeats stopped (expired,
+	// not evicted: held by self-preservation) or that goreka's health
+	// evidence calls dead as UNHEALTHY; false serves every instance by the
+	// status goreka serves to Eureka clients.
 	HeldAsUnhealthy bool
+	// ExpiryCheck is how often each namespace's leases are checked for
+	// expiry (renewals are no change events), with HeldAsUnhealthy. 0 = 5 s.
+	ExpiryCheck time.Duration
 	// Buffer is each namespace's change-stream buffer (events); a feeder
 	// that falls further behind resynchronises from a view. 0 = 4096.
 	Buffer int
@@ -102,6 +106,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ExpiryCheck <= 0 {
+		cfg.ExpiryCheck = 5 * time.Second
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
@@ -174,7 +181,7 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
-		if !s.follow(sp, sub) {
+		if !s.follow(sp, reg, sub) {
 			sub.Close()
 			return
 		}
@@ -186,14 +193,23 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 
 // follow applies sub's events until the server closes (false) or the
 // subscription ends (true: resynchronise).
-func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
+func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscription) bool {
 	const batch = 1024
+	var sweep <-chan time.Time
+	if s.cfg.HeldAsUnhealthy {
+		t := time.NewTicker(s.cfg.ExpiryCheck)
+		defer t.Stop()
+		sweep = t.C
+	}
 	for {
 		var e registry.Event
 		var ok bool
 		select {
 		case <-s.ctx.Done():
 			return false
+		case <-sweep:
+			s.sweep(sp, reg)
+			continue
 		case e, ok = <-sub.Events():
 		}
 		if !ok {
@@ -221,6 +237,25 @@ func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
 		if !ok {
 			return sub.Err() != nil
 		}
+	}
+}
+
+// sweep finds the leases of reg past their expiry at s.now() (expired,
+// not evicted: held by self-preservation, or awaiting the eviction task)
+// and resends the names whose instances entered or left that set.
+func (s *Server) sweep(sp *space, reg *registry.Registry) {
+	keys := reg.Expired(s.now(), 0)
+	touched := map[string]struct{}{}
+	sp.mu.Lock()
+	sp.idx.setExpired(keys, touched)
+	if len(touched) > 0 {
+		sp.swept()
+	}
+	s.pushLocked(sp, touched)
+	rev := sp.idx.rev
+	sp.mu.Unlock()
+	if len(touched) > 0 {
+		s.notify(sp, rev)
 	}
 }
 

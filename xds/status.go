@@ -214,6 +214,7 @@ func (s *Server) ResolveZone(namespace, name string, kind Kind, zone string) (Re
 	}
 	o := buildOptions{kind: kind, zone: zone, heldAsUnhealthy: s.cfg.HeldAsUnhealthy}
 	sp.mu.Lock()
+	o.expired = sp.idx.expired
 	views := sp.idx.views(name)
 	_, known := sp.idx.byName[name]
 	rev := sp.idx.rev
