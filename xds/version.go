@@ -35,7 +35,7 @@ type typed struct {
 	prefix string
 
 	mu   sync.Mutex
-	n    uint64                // the LinearCache's update counter
+	n    uint64               // the LinearCache's update counter
 	revs [revisionRing]string // version (revision) of update i at i % revisionRing
 }
 
