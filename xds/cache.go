@@ -108,10 +108,16 @@ type space struct {
 	mu     sync.Mutex
 	idx    *index
 	groups map[groupKey]*group
-	// sweepRev and sweeps number the expiry sweeps that changed resources
-	// at one revision (versionLocked).
+	// sweepRev and sweeps number the pushes at one revision that were no
+	// registry change (expiry sweeps, remote regions; versionLocked).
 	sweepRev int64
 	sweeps   int
+}
+
+// optsLocked is o with the namespace's expired leases and remote regions.
+func (sp *space) optsLocked(o buildOptions) buildOptions {
+	o.expired, o.remote = sp.idx.expired, sp.idx.remoteOf
+	return o
 }
 
 // versionLocked is the version of the namespace's resources: the
@@ -124,7 +130,8 @@ func (sp *space) versionLocked() string {
 	return v
 }
 
-// swept counts a sweep that changed resources, before they are pushed.
+// swept counts a push that is no registry change (an expiry sweep, a
+// remote region's new copy) before it is made.
 func (sp *space) swept() {
 	if sp.sweepRev != sp.idx.rev {
 		sp.sweepRev, sp.sweeps = sp.idx.rev, 0
@@ -158,9 +165,8 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 	for _, t := range served {
 		init[t] = map[string]types.Resource{}
 	}
-	o := g.opts
-	o.expired = sp.idx.expired
-	for name := range sp.idx.byName {
+	o := sp.optsLocked(g.opts)
+	for name := range sp.idx.names() {
 		r := build(name, sp.idx.views(name), o)
 		r.into(init, name)
 		if r.cluster != nil {
@@ -197,8 +203,7 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			upd[t] = map[string]types.Resource{}
 		}
 		var del []string
-		o := g.opts
-		o.expired = sp.idx.expired
+		o := sp.optsLocked(g.opts)
 		for name := range touched {
 			r := build(name, sp.idx.views(name), o)
 			r.into(upd, name)

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -23,6 +24,11 @@ type index struct {
 	// expired is the leases the last sweep found past their expiry
 	// (renewals are no events: only a sweep of the registry sees them stop).
 	expired map[instKey]struct{}
+	// remote is the remote regions' instances by name, and remoteOf the
+	// region of each (kept across resets: the regions are not the
+	// registry's).
+	remote   map[string][]registry.LeaseView
+	remoteOf map[*registry.Instance]string
 }
 
 func newIndex() *index {
@@ -126,9 +132,9 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	for n := range x.byName {
 		touched[n] = struct{}{}
 	}
-	expired := x.expired // kept until the next sweep
+	expired, remote, remoteOf := x.expired, x.remote, x.remoteOf // kept until the next sweep, the next region change
 	*x = *newIndex()
-	x.expired = expired
+	x.expired, x.remote, x.remoteOf = expired, remote, remoteOf
 	x.rev = view.Revision
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
@@ -139,12 +145,65 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	}
 }
 
-// views returns the instances reachable under name.
+// views returns the instances reachable under name, the remote regions'
+// included.
 func (x *index) views(name string) []registry.LeaseView {
 	s := x.byName[name]
-	out := make([]registry.LeaseView, 0, len(s))
+	r := x.remote[name]
+	out := make([]registry.LeaseView, 0, len(s)+len(r))
 	for k := range s {
 		out = append(out, x.insts[k])
 	}
-	return out
+	return append(out, r...)
+}
+
+// names yields every name with local or remote instances.
+func (x *index) names() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for n := range x.byName {
+			if !yield(n) {
+				return
+			}
+		}
+		for n := range x.remote {
+			if _, local := x.byName[n]; !local && !yield(n) {
+				return
+			}
+		}
+	}
+}
+
+// known tells whether name has local or remote instances.
+func (x *index) known(name string) bool {
+	_, ok := x.byName[name]
+	return ok || len(x.remote[name]) > 0
+}
+
+// setRemote replaces the remote regions' instances (region -> views) and
+// adds the names whose remote instances changed to touched.
+func (x *index) setRemote(byRegion map[string][]registry.LeaseView, touched map[string]struct{}) {
+	next := map[string][]registry.LeaseView{}
+	of := map[*registry.Instance]string{}
+	for region, vs := range byRegion {
+		for _, v := range vs {
+			of[v.Instance] = region
+			for _, n := range namesOf(v.Instance) {
+				next[n] = append(next[n], v)
+			}
+		}
+	}
+	same := func(a, b []registry.LeaseView) bool {
+		return slices.EqualFunc(a, b, func(v, w registry.LeaseView) bool { return v.Instance == w.Instance && of[v.Instance] == x.remoteOf[w.Instance] })
+	}
+	for n, vs := range next {
+		if !same(vs, x.remote[n]) {
+			touched[n] = struct{}{}
+		}
+	}
+	for n := range x.remote {
+		if _, ok := next[n]; !ok {
+			touched[n] = struct{}{}
+		}
+	}
+	x.remote, x.remoteOf = next, of
 }

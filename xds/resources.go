@@ -79,6 +79,8 @@ type buildOptions struct {
 	// expired tells the leases past their expiry (the namespace's last
 	// sweep); nil: none.
 	expired map[instKey]struct{}
+	// remote tells the instances of remote regions, by their region.
+	remote map[*registry.Instance]string
 }
 
 // isExpired tells whether o's sweep found v's lease expired.
@@ -196,23 +198,23 @@ func routeConfig(name string) *route.RouteConfiguration {
 // a locality's weight is the sum of its endpoints' weights, never 0.
 func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoint.ClusterLoadAssignment {
 	type loc struct {
-		zone, sub string
-		weight    uint32
-		eps       []*endpoint.LbEndpoint
+		region, zone, sub string
+		weight            uint32
+		eps               []*endpoint.LbEndpoint
 	}
-	locs := map[[2]string]*loc{}
+	locs := map[[3]string]*loc{}
 	for _, v := range dedupe(views, o) {
 		in := v.Instance
 		port := servingPort(in, o.kind)
 		w := weight(in)
 		zone := zoneOf(in)
-		k := [2]string{zone, ""}
+		k := [3]string{o.remote[in], zone, ""}
 		if o.kind == GRPC {
-			k[1] = in.ID()
+			k[2] = in.ID()
 		}
 		l := locs[k]
 		if l == nil {
-			l = &loc{zone: zone, sub: k[1]}
+			l = &loc{region: k[0], zone: zone, sub: k[2]}
 			locs[k] = l
 		}
 		l.weight += w
@@ -229,33 +231,48 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 			Metadata:            lbMetadata(in.Metadata),
 		})
 	}
-	// grpc-go rejects priorities that do not run 0, 1, ... without a gap:
-	// the own zone is priority 0 only when it has a locality.
-	own := false
-	for k := range locs {
-		if o.zone != "" && k[0] == o.zone {
-			own = true
+	// Priorities: the node's own zone 0, the other local zones 1, remote
+	// regions 2 (without zone priority: local 0, remote regions 2); then
+	// the levels present are renumbered, because grpc-go rejects
+	// priorities that do not run 0, 1, ... without a gap.
+	level := func(l *loc) uint32 {
+		switch {
+		case l.region != "":
+			return 2
+		case o.zone != "" && l.zone != o.zone:
+			return 1
+		}
+		return 0
+	}
+	var present [3]bool
+	for _, l := range locs {
+		present[level(l)] = true
+	}
+	var rank [3]uint32
+	for i, n := 0, uint32(0); i < len(present); i++ {
+		rank[i] = n
+		if present[i] {
+			n++
 		}
 	}
-	keys := slices.SortedFunc(func(yield func([2]string) bool) {
+	keys := slices.SortedFunc(func(yield func([3]string) bool) {
 		for k := range locs {
 			if !yield(k) {
 				return
 			}
 		}
-	}, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	}, func(a, b [3]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
+	})
 	cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
 	for _, k := range keys {
 		l := locs[k]
-		prio := uint32(0)
-		if own && l.zone != o.zone {
-			prio = 1
-		}
+		prio := rank[level(l)]
 		slices.SortFunc(l.eps, func(a, b *endpoint.LbEndpoint) int {
 			return cmp.Compare(socketKey(a), socketKey(b))
 		})
 		cla.Endpoints = append(cla.Endpoints, &endpoint.LocalityLbEndpoints{
-			Locality:            &core.Locality{Zone: l.zone, SubZone: l.sub},
+			Locality:            &core.Locality{Region: l.region, Zone: l.zone, SubZone: l.sub},
 			LbEndpoints:         l.eps,
 			LoadBalancingWeight: wrapperspb.UInt32(max(l.weight, 1)),
 			Priority:            prio,
@@ -297,6 +314,9 @@ func dedupe(views []registry.LeaseView, o buildOptions) []registry.LeaseView {
 
 // better tells whether v should be served rather than w at one address.
 func better(v, w registry.LeaseView, o buildOptions) bool {
+	if rv, rw := o.remote[v.Instance] != "", o.remote[w.Instance] != ""; rv != rw {
+		return rw // a local instance before a remote region's copy
+	}
 	if hv, hw := healthRank(o.health(v)), healthRank(o.health(w)); hv != hw {
 		return hv < hw
 	}

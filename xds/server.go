@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -150,6 +151,46 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 	// began.
 	sub := reg.Subscribe(s.cfg.Buffer)
 	s.wg.Go(func() { s.feed(sp, reg, sub) })
+}
+
+// AttachRegions serves the instances of set's remote regions (their
+// whitelists applied, as Eureka's merged reads do) beside namespace ns's
+// own, in localities of their region, at priority 2 (after the node's
+// zone, 0, and the other local zones, 1; renumbered without gaps). It
+// returns the function to call after a region's copy changed (from
+// region.Config.OnChange): it reads the regions' copies again and
+// resends the names whose remote instances changed. On a nil Server, an
+// empty set or an unattached namespace it attaches nothing.
+func (s *Server) AttachRegions(ns string, set *region.Set) (changed func()) {
+	if s == nil || set.Len() == 0 {
+		return func() {}
+	}
+	sp := s.spaceOf(ns)
+	if sp == nil {
+		return func() {}
+	}
+	refresh := func() {
+		by := map[string][]registry.LeaseView{}
+		for _, name := range set.Names() {
+			for _, vs := range set.Overlay([]string{name}).ByApp {
+				by[name] = append(by[name], vs...)
+			}
+		}
+		touched := map[string]struct{}{}
+		sp.mu.Lock()
+		sp.idx.setRemote(by, touched)
+		if len(touched) > 0 {
+			sp.swept() // a change that is not the registry's: REV.N
+		}
+		s.pushLocked(sp, touched)
+		rev := sp.idx.rev
+		sp.mu.Unlock()
+		if len(touched) > 0 {
+			s.notify(sp, rev)
+		}
+	}
+	refresh()
+	return refresh
 }
 
 // group returns the group of node n. A node of a namespace that is not
