@@ -193,7 +193,9 @@ func (x *index) setRemote(byRegion map[string][]registry.LeaseView, touched map[
 		}
 	}
 	same := func(a, b []registry.LeaseView) bool {
-		return slices.EqualFunc(a, b, func(v, w registry.LeaseView) bool { return v.Instance == w.Instance && of[v.Instance] == x.remoteOf[w.Instance] })
+		return slices.EqualFunc(a, b, func(v, w registry.LeaseView) bool {
+			return v.Instance == w.Instance && of[v.Instance] == x.remoteOf[w.Instance]
+		})
 	}
 	for n, vs := range next {
 		if !same(vs, x.remote[n]) {

@@ -33,14 +33,14 @@ type stack struct {
 	regions document.Regions // eureka.server.remote-region-*: the default namespace's only
 	// xdsRegions resends the remote regions' instances over xDS (set with regions).
 	xdsRegions func()
-	evictor *eviction.Evictor
-	health  *health.Monitor
-	repl    *replication.Replicator
-	srv     *server.Server // the namespace's HTTP handler
-	api     *api.API       // the read API for tools, fed from onEvent
-	ops     *server.Ops    // readiness and shutdown state of srv
-	metrics *metrics.Metrics
-	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
+	evictor    *eviction.Evictor
+	health     *health.Monitor
+	repl       *replication.Replicator
+	srv        *server.Server // the namespace's HTTP handler
+	api        *api.API       // the read API for tools, fed from onEvent
+	ops        *server.Ops    // readiness and shutdown state of srv
+	metrics    *metrics.Metrics
+	snap       *snapshot.Store // nil unless goreka.snapshot.path is set
 	// restored is how many instances its snapshot restored at start-up.
 	restored int
 	// basePeers are the default namespace's peers its own were taken from.
