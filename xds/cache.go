@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -107,6 +108,35 @@ type space struct {
 	mu     sync.Mutex
 	idx    *index
 	groups map[groupKey]*group
+	// sweepRev and sweeps number the pushes at one revision that were no
+	// registry change (expiry sweeps, remote regions; versionLocked).
+	sweepRev int64
+	sweeps   int
+}
+
+// optsLocked is o with the namespace's expired leases and remote regions.
+func (sp *space) optsLocked(o buildOptions) buildOptions {
+	o.expired, o.remote = sp.idx.expired, sp.idx.remoteOf
+	return o
+}
+
+// versionLocked is the version of the namespace's resources: the
+// revision, with ".N" after the Nth sweep that changed them at it.
+func (sp *space) versionLocked() string {
+	v := strconv.FormatInt(sp.idx.rev, 10)
+	if sp.sweepRev == sp.idx.rev && sp.sweeps > 0 {
+		v += "." + strconv.Itoa(sp.sweeps)
+	}
+	return v
+}
+
+// swept counts a push that is no registry change (an expiry sweep, a
+// remote region's new copy) before it is made.
+func (sp *space) swept() {
+	if sp.sweepRev != sp.idx.rev {
+		sp.sweepRev, sp.sweeps = sp.idx.rev, 0
+	}
+	sp.sweeps++
 }
 
 // maxGroups bounds the groups of a namespace: the zone is the node's
@@ -135,15 +165,16 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 	for _, t := range served {
 		init[t] = map[string]types.Resource{}
 	}
-	for name := range sp.idx.byName {
-		r := build(name, sp.idx.views(name), g.opts)
+	o := sp.optsLocked(g.opts)
+	for name := range sp.idx.names() {
+		r := build(name, sp.idx.views(name), o)
 		r.into(init, name)
 		if r.cluster != nil {
 			g.present[name] = true
 		}
 	}
 	for _, t := range served {
-		g.caches[t] = newTyped(t, init[t], sp.idx.rev)
+		g.caches[t] = newTyped(t, init[t], sp.versionLocked())
 		sp.vers.add(g.caches[t])
 		g.last[t] = maps.Clone(init[t])
 	}
@@ -172,8 +203,9 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			upd[t] = map[string]types.Resource{}
 		}
 		var del []string
+		o := sp.optsLocked(g.opts)
 		for name := range touched {
-			r := build(name, sp.idx.views(name), g.opts)
+			r := build(name, sp.idx.views(name), o)
 			r.into(upd, name)
 			if r.cluster == nil && g.present[name] {
 				del = append(del, name)
@@ -201,7 +233,7 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			if len(upd[t]) == 0 && len(d) == 0 {
 				continue
 			}
-			err = errors.Join(err, g.cache(t).update(upd[t], d, sp.idx.rev))
+			err = errors.Join(err, g.cache(t).update(upd[t], d, sp.versionLocked()))
 		}
 	}
 	return err

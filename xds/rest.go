@@ -116,7 +116,7 @@ func (s *Server) fetch(req *discovery.DiscoveryRequest) (*discovery.DiscoveryRes
 	sp := s.spaceOf(g.key.ns)
 	sp.mu.Lock()
 	t := g.cache(req.GetTypeUrl())
-	version := strconv.FormatInt(t.latest(), 10)
+	version := t.latest()
 	if req.GetVersionInfo() == version {
 		sp.mu.Unlock()
 		return nil, errNotModified

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -35,10 +36,14 @@ type Config struct {
 	// ZonePriority gives a node that declares a locality zone its own
 	// zone's endpoints at priority 0 and the other zones' at 1.
 	ZonePriority bool
-	// HeldAsUnhealthy serves a lease held by self-preservation (goreka
-	// serves it DOWN, goreka.eviction.report-held-as-down) as UNHEALTHY;
-	// false serves it as the UP the instance last claimed.
+	// HeldAsUnhealthy serves a lease whose heartbeats stopped (expired,
+	// not evicted: held by self-preservation) or that goreka's health
+	// evidence calls dead as UNHEALTHY; false serves every instance by the
+	// status goreka serves to Eureka clients.
 	HeldAsUnhealthy bool
+	// ExpiryCheck is how often each namespace's leases are checked for
+	// expiry (renewals are no change events), with HeldAsUnhealthy. 0 = 5 s.
+	ExpiryCheck time.Duration
 	// Buffer is each namespace's change-stream buffer (events); a feeder
 	// that falls further behind resynchronises from a view. 0 = 4096.
 	Buffer int
@@ -103,6 +108,9 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ExpiryCheck <= 0 {
+		cfg.ExpiryCheck = 5 * time.Second
+	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
 		spaces:  map[string]*space{},
@@ -145,6 +153,46 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 	s.wg.Go(func() { s.feed(sp, reg, sub) })
 }
 
+// AttachRegions serves the instances of set's remote regions (their
+// whitelists applied, as Eureka's merged reads do) beside namespace ns's
+// own, in localities of their region, at priority 2 (after the node's
+// zone, 0, and the other local zones, 1; renumbered without gaps). It
+// returns the function to call after a region's copy changed (from
+// region.Config.OnChange): it reads the regions' copies again and
+// resends the names whose remote instances changed. On a nil Server, an
+// empty set or an unattached namespace it attaches nothing.
+func (s *Server) AttachRegions(ns string, set *region.Set) (changed func()) {
+	if s == nil || set.Len() == 0 {
+		return func() {}
+	}
+	sp := s.spaceOf(ns)
+	if sp == nil {
+		return func() {}
+	}
+	refresh := func() {
+		by := map[string][]registry.LeaseView{}
+		for _, name := range set.Names() {
+			for _, vs := range set.Overlay([]string{name}).ByApp {
+				by[name] = append(by[name], vs...)
+			}
+		}
+		touched := map[string]struct{}{}
+		sp.mu.Lock()
+		sp.idx.setRemote(by, touched)
+		if len(touched) > 0 {
+			sp.swept() // a change that is not the registry's: REV.N
+		}
+		s.pushLocked(sp, touched)
+		rev := sp.idx.rev
+		sp.mu.Unlock()
+		if len(touched) > 0 {
+			s.notify(sp, rev)
+		}
+	}
+	refresh()
+	return refresh
+}
+
 // group returns the group of node n. A node of a namespace that is not
 // attached is refused (the stream ends; clients retry with backoff), so
 // that node metadata cannot make the server hold state for names that do
@@ -174,7 +222,7 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
-		if !s.follow(sp, sub) {
+		if !s.follow(sp, reg, sub) {
 			sub.Close()
 			return
 		}
@@ -186,14 +234,23 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 
 // follow applies sub's events until the server closes (false) or the
 // subscription ends (true: resynchronise).
-func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
+func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscription) bool {
 	const batch = 1024
+	var sweep <-chan time.Time
+	if s.cfg.HeldAsUnhealthy {
+		t := time.NewTicker(s.cfg.ExpiryCheck)
+		defer t.Stop()
+		sweep = t.C
+	}
 	for {
 		var e registry.Event
 		var ok bool
 		select {
 		case <-s.ctx.Done():
 			return false
+		case <-sweep:
+			s.sweep(sp, reg)
+			continue
 		case e, ok = <-sub.Events():
 		}
 		if !ok {
@@ -221,6 +278,25 @@ func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
 		if !ok {
 			return sub.Err() != nil
 		}
+	}
+}
+
+// sweep finds the leases of reg past their expiry at s.now() (expired,
+// not evicted: held by self-preservation, or awaiting the eviction task)
+// and resends the names whose instances entered or left that set.
+func (s *Server) sweep(sp *space, reg *registry.Registry) {
+	keys := reg.Expired(s.now(), 0)
+	touched := map[string]struct{}{}
+	sp.mu.Lock()
+	sp.idx.setExpired(keys, touched)
+	if len(touched) > 0 {
+		sp.swept()
+	}
+	s.pushLocked(sp, touched)
+	rev := sp.idx.rev
+	sp.mu.Unlock()
+	if len(touched) > 0 {
+		s.notify(sp, rev)
 	}
 }
 

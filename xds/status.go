@@ -214,8 +214,9 @@ func (s *Server) ResolveZone(namespace, name string, kind Kind, zone string) (Re
 	}
 	o := buildOptions{kind: kind, zone: zone, heldAsUnhealthy: s.cfg.HeldAsUnhealthy}
 	sp.mu.Lock()
+	o = sp.optsLocked(o)
 	views := sp.idx.views(name)
-	_, known := sp.idx.byName[name]
+	known := sp.idx.known(name)
 	rev := sp.idx.rev
 	r := build(name, views, o)
 	sp.mu.Unlock()

@@ -12,7 +12,9 @@ import (
 
 // Versions. A client is sent version_info = the registry revision of the
 // change that produced the response (the revision the namespace's
-// resources were at when the cache was last updated), so that an operator
+// resources were at when the cache was last updated; "REV.N" for the Nth
+// expiry sweep that changed health at that revision, since a lease that
+// stops renewing makes no registry change), so that an operator
 // can compare an Envoy's config_dump or a dashboard's "last ACKed" with the
 // registry's revision. go-control-plane's LinearCache numbers its own
 // updates (prefix + counter); each cache here has a prefix of its own, and
@@ -24,7 +26,7 @@ import (
 // revisionRing is how many updates of a cache are remembered: a response
 // is built at an update and sent straight away, so only the last few are
 // ever looked up.
-const revisionRing = 1024
+const revisionRing = 64
 
 // typed is the cache of one type for one group, with the revision of each
 // of its updates.
@@ -33,26 +35,26 @@ type typed struct {
 	prefix string
 
 	mu   sync.Mutex
-	n    uint64              // the LinearCache's update counter
-	revs [revisionRing]int64 // revision of update i at i % revisionRing
+	n    uint64               // the LinearCache's update counter
+	revs [revisionRing]string // version (revision) of update i at i % revisionRing
 }
 
 // cacheSeq numbers caches, to give each a prefix of its own.
 var cacheSeq atomic.Uint64
 
-// newTyped returns the cache of typeURL holding init, at revision rev.
-func newTyped(typeURL string, init map[string]types.Resource, rev int64) *typed {
+// newTyped returns the cache of typeURL holding init, at version rev.
+func newTyped(typeURL string, init map[string]types.Resource, rev string) *typed {
 	t := &typed{prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-"}
 	t.revs[0] = rev
 	t.LinearCache = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(t.prefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init))
 	return t
 }
 
-// update hands the cache a change made at revision rev. The revision is
+// update hands the cache a change made at version rev. The version is
 // recorded before the cache numbers the update, so that every version a
 // response can carry has its revision. Calls are serialised by the
 // namespace's lock, as the LinearCache's counter is.
-func (t *typed) update(upd map[string]types.Resource, del []string, rev int64) error {
+func (t *typed) update(upd map[string]types.Resource, del []string, rev string) error {
 	t.mu.Lock()
 	t.n++
 	t.revs[t.n%revisionRing] = rev
@@ -62,21 +64,21 @@ func (t *typed) update(upd map[string]types.Resource, del []string, rev int64) e
 
 // revisionOf is the revision of cache version v ("" and false when v is not
 // one of this cache's or is too old to be remembered).
-func (t *typed) revisionOf(v string) (int64, bool) {
+func (t *typed) revisionOf(v string) (string, bool) {
 	n, err := strconv.ParseUint(strings.TrimPrefix(v, t.prefix), 10, 64)
 	if err != nil || !strings.HasPrefix(v, t.prefix) {
-		return 0, false
+		return "", false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if n > t.n || t.n-n >= revisionRing {
-		return 0, false
+		return "", false
 	}
 	return t.revs[n%revisionRing], true
 }
 
-// latest is the revision of the cache's last update.
-func (t *typed) latest() int64 {
+// latest is the version of the cache's last update.
+func (t *typed) latest() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.revs[t.n%revisionRing]
@@ -88,11 +90,19 @@ func (t *typed) latest() int64 {
 // this process: a client of a previous goreka) is left as it is, and the
 // cache answers with its full state, as it does a new client.
 func (t *typed) cacheVersion(v string) string {
-	r, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || r < 0 || r > t.latest() {
+	r, ok := leadingRevision(v)
+	if l, _ := leadingRevision(t.latest()); !ok || r > l {
 		return v
 	}
 	return t.prefix + "r" + v
+}
+
+// leadingRevision is the revision of version v ("1234", or "1234.2" after
+// expiry sweeps at that revision).
+func leadingRevision(v string) (int64, bool) {
+	head, _, _ := strings.Cut(v, ".")
+	r, err := strconv.ParseInt(head, 10, 64)
+	return r, err == nil && r >= 0
 }
 
 // versions finds the cache of a cache version by its prefix, for the
@@ -113,7 +123,7 @@ func (vs *versions) revision(v string) string {
 		return v
 	}
 	if r, ok := x.(*typed).revisionOf(v); ok {
-		return strconv.FormatInt(r, 10)
+		return r
 	}
 	return v
 }

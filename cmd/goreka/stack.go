@@ -32,14 +32,16 @@ type stack struct {
 	reg     *registry.Registry
 	cache   *cache.Cache
 	regions document.Regions // eureka.server.remote-region-*: the default namespace's only
-	evictor *eviction.Evictor
-	health  *health.Monitor
-	repl    *replication.Replicator
-	srv     *server.Server // the namespace's HTTP handler
-	api     *api.API       // the read API for tools, fed from onEvent
-	ops     *server.Ops    // readiness and shutdown state of srv
-	metrics *metrics.Metrics
-	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
+	// xdsRegions resends the remote regions' instances over xDS (set with regions).
+	xdsRegions func()
+	evictor    *eviction.Evictor
+	health     *health.Monitor
+	repl       *replication.Replicator
+	srv        *server.Server // the namespace's HTTP handler
+	api        *api.API       // the read API for tools, fed from onEvent
+	ops        *server.Ops    // readiness and shutdown state of srv
+	metrics    *metrics.Metrics
+	snap       *snapshot.Store // nil unless goreka.snapshot.path is set
 	// restored is how many instances its snapshot restored at start-up.
 	restored int
 	// basePeers are the default namespace's peers its own were taken from.
@@ -83,6 +85,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange); err != nil {
 			return nil, err
 		}
+		s.xdsRegions = a.xds.AttachRegions(name, s.regions.Set) // before the regions' first fetch (run)
 	}
 	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions})
 	cc := cacheConfig(cfg, now)
@@ -238,6 +241,7 @@ func (a *app) open(ctx context.Context, s *stack) {
 // those of every changed instance's application and VIPs, and the registry
 // documents with their region variants.
 func (s *stack) onRegionChange(ch region.Change) {
+	s.xdsRegions()
 	for _, in := range ch.Instances {
 		s.cache.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
 	}
