@@ -101,9 +101,13 @@ func (c *ctl) xdsClients(ctx context.Context) error {
 				acked = append(acked, t+"="+v)
 			}
 		}
-		rows = append(rows, []string{x.Node, x.Kind, x.Namespace, cmp.Or(x.Zone, "-"), cmp.Or(strings.Join(acked, " "), "-")})
+		nack := "-"
+		if n := x.LastNACK; n != nil {
+			nack = strings.TrimSpace(n.Type+" "+n.Rejected) + ": " + n.Detail
+		}
+		rows = append(rows, []string{x.Node, x.Kind, x.Namespace, cmp.Or(x.Zone, "-"), cmp.Or(strings.Join(acked, " "), "-"), nack})
 	}
-	c.table("NODE\tKIND\tNAMESPACE\tZONE\tACKED", rows)
+	c.table("NODE\tKIND\tNAMESPACE\tZONE\tACKED\tLAST NACK", rows)
 	fmt.Fprintf(c.stdout, "(%d clients)\n", len(cs))
 	return nil
 }

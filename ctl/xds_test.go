@@ -6,7 +6,7 @@ import (
 )
 
 const xdsClientsBody = `{"enabled":true,"clients":[` +
-	`{"node":"web-7f9c","kind":"grpc","namespace":"default","zone":"z2","acked":{"rds":"12","lds":"12","eds":"13","cds":"12"}},` +
+	`{"node":"web-7f9c","kind":"grpc","namespace":"default","zone":"z2","acked":{"rds":"12","lds":"12","eds":"13","cds":"12"},"lastNack":{"type":"eds","rejected":"14","detail":"duplicate endpoint","at":"2026-11-30T21:14:30Z"}},` +
 	`{"node":"edge","kind":"envoy","namespace":"default","acked":{}}]}`
 
 const xdsResolveBody = `{"name":"echo","kind":"grpc","zone":"z1","cluster":"echo","http2":true,"listener":"echo","revision":13,"endpoints":[` +
@@ -25,9 +25,9 @@ func TestXDS(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"xds"}, "NODE      KIND   NAMESPACE  ZONE  ACKED\n" +
-			"edge      envoy  default    -     -\n" +
-			"web-7f9c  grpc   default    z2    cds=12 eds=13 lds=12 rds=12\n(2 clients)\n"},
+		{[]string{"xds"}, "NODE      KIND   NAMESPACE  ZONE  ACKED                        LAST NACK\n" +
+			"edge      envoy  default    -     -                            -\n" +
+			"web-7f9c  grpc   default    z2    cds=12 eds=13 lds=12 rds=12  eds 14: duplicate endpoint\n(2 clients)\n"},
 		{[]string{"xds", "echo", "kind=grpc", "zone=z1"}, "echo (grpc, node zone z1): cluster echo (HTTP/2), listener echo, revision 13\n" +
 			"ENDPOINT        HEALTH    WEIGHT  ZONE  PRIORITY  LOCALITY-WEIGHT  INSTANCE/HOST\n" +
 			"127.0.0.1:9000  HEALTHY   90      z1    0         90               e1\n" +

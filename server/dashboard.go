@@ -266,11 +266,17 @@ type xdsClientRow struct {
 	Zone      string `json:"zone"`
 	// Acked is the last ACKed version of each type, "cds=7 eds=7".
 	Acked string `json:"acked"`
+	// Since is when it connected ("2026-... UTC (5m ago)"); Agent its
+	// user agent, with "(delta)" for an incremental stream.
+	Since string `json:"since"`
+	Agent string `json:"agent"`
+	// NACK is its last rejection ("eds 12 at 2026-...: detail"), "" if none.
+	NACK string `json:"nack"`
 }
 
 // xdsClientRows lays out the xDS clients, sorted by node id (then kind,
 // as one node may hold an Envoy and a gRPC stream); nil when xDS is off.
-func xdsClientRows(on bool, cs []wire.XDSClient) []xdsClientRow {
+func xdsClientRows(on bool, cs []wire.XDSClient, now time.Time) []xdsClientRow {
 	if !on {
 		return nil
 	}
@@ -280,7 +286,21 @@ func xdsClientRows(on bool, cs []wire.XDSClient) []xdsClientRow {
 		for _, t := range slices.Sorted(maps.Keys(c.Acked)) {
 			acked = append(acked, t+"="+c.Acked[t])
 		}
-		rows = append(rows, xdsClientRow{Node: c.Node, Kind: c.Kind, Namespace: c.Namespace, Zone: c.Zone, Acked: strings.Join(acked, " ")})
+		row := xdsClientRow{Node: c.Node, Kind: c.Kind, Namespace: c.Namespace, Zone: c.Zone, Acked: strings.Join(acked, " "), Agent: c.UserAgent}
+		if c.Delta {
+			row.Agent = strings.TrimSpace(row.Agent + " (delta)")
+		}
+		if t, err := time.Parse(time.RFC3339, c.Since); err == nil {
+			row.Since = t.Format(leaseTimeFormat) + " (" + formatAgo(now.Sub(t)) + " ago)"
+		}
+		if n := c.LastNACK; n != nil {
+			row.NACK = strings.TrimSpace(n.Type + " " + n.Rejected)
+			if t, err := time.Parse(time.RFC3339, n.At); err == nil {
+				row.NACK += " at " + t.Format(leaseTimeFormat)
+			}
+			row.NACK += ": " + n.Detail
+		}
+		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b xdsClientRow) int {
 		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace))
@@ -394,7 +414,7 @@ func (d *dashboard) view(withApps bool) pageView {
 	v.Chart = newChart(data.SelfPreservation.RenewsHistory, data.SelfPreservation.Threshold)
 	v.lifecycle(data.Lifecycle, data.Now)
 	v.Regions = regionViews(d.s.regions, data.Now)
-	v.XDSClients = xdsClientRows(data.XDS, data.XDSClients)
+	v.XDSClients = xdsClientRows(data.XDS, data.XDSClients, data.Now)
 	if withApps {
 		all := d.s.reg.Applications()
 		v.Revision = all.Revision

@@ -33,7 +33,7 @@ func TestCtlXDS(t *testing.T) {
 	}
 
 	code, out, stderr := ctlRun(t, nil, srv, "xds")
-	if code != 0 || out != "NODE  KIND  NAMESPACE  ZONE  ACKED\n(0 clients)\n" {
+	if code != 0 || out != "NODE  KIND  NAMESPACE  ZONE  ACKED  LAST NACK\n(0 clients)\n" {
 		t.Errorf("xds: exit %d %q %q", code, out, stderr)
 	}
 	code, out, stderr = ctlRun(t, nil, srv, "xds", "orders", "kind=grpc")

@@ -162,6 +162,22 @@ type XDSClient struct {
 	// Acked is the last version ACKed per type: cds, eds, lds, rds (a
 	// type it never ACKed is absent).
 	Acked map[string]string `json:"acked"`
+	// UserAgent is the node's user_agent_name and version ("envoy 1.40.0",
+	// "gRPC Java 1.85.1"); Delta tells an incremental stream.
+	UserAgent string `json:"userAgent,omitempty"`
+	Delta     bool   `json:"delta,omitempty"`
+	// Since is when the stream's first request arrived (RFC 3339, UTC).
+	Since string `json:"since,omitempty"`
+	// LastNACK is the last response the client rejected, nil if none.
+	LastNACK *XDSNACK `json:"lastNack,omitempty"`
+}
+
+// XDSNACK is a response an xDS client rejected.
+type XDSNACK struct {
+	Type     string `json:"type"`               // cds, eds, lds, rds
+	Rejected string `json:"rejected,omitempty"` // the version it rejected
+	Detail   string `json:"detail"`             // the client's error message
+	At       string `json:"at"`                 // RFC 3339, UTC
 }
 
 // XDSClientsAnswer is the answer of GET /goreka/api/v1/xds/clients.

@@ -7,6 +7,7 @@ package xdsview
 
 import (
 	"strings"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
@@ -35,6 +36,21 @@ var typeNames = map[string]string{
 	resource.ListenerType: "lds", resource.RouteType: "rds",
 }
 
+// typeName is a type URL's short name (the URL itself if it has none).
+func typeName(u string) string {
+	if n, ok := typeNames[u]; ok {
+		return n
+	}
+	return u
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 // Clients lists the streams of the namespace's nodes, in xds's order.
 func (v view) Clients() []wire.XDSClient {
 	var out []wire.XDSClient
@@ -44,13 +60,14 @@ func (v view) Clients() []wire.XDSClient {
 		}
 		acked := make(map[string]string, len(c.Acked))
 		for t, ver := range c.Acked {
-			if n, ok := typeNames[t]; ok {
-				acked[n] = ver
-			} else {
-				acked[t] = ver
-			}
+			acked[typeName(t)] = ver
 		}
-		out = append(out, wire.XDSClient{Node: c.Node, Kind: c.Kind.String(), Namespace: c.Namespace, Zone: c.Zone, Acked: acked})
+		wc := wire.XDSClient{Node: c.Node, Kind: c.Kind.String(), Namespace: c.Namespace, Zone: c.Zone, Acked: acked,
+			UserAgent: c.UserAgent, Delta: c.Delta, Since: rfc3339(c.Since)}
+		if n := c.LastNACK; n != nil {
+			wc.LastNACK = &wire.XDSNACK{Type: typeName(n.TypeURL), Rejected: n.Rejected, Detail: n.Detail, At: rfc3339(n.At)}
+		}
+		out = append(out, wc)
 	}
 	return out
 }

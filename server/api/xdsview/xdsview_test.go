@@ -10,6 +10,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -79,13 +80,35 @@ func TestViewOfARealServer(t *testing.T) {
 	// The stream handles requests in order: once this one is answered the
 	// ACK above is recorded.
 	send(&discovery.DiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNames: []string{"echo"}})
+	cds, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NACK the cluster; the answer to the next request says it is recorded.
+	send(&discovery.DiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNames: []string{"echo"}, ResponseNonce: cds.GetNonce(),
+		ErrorDetail: &statuspb.Status{Code: 3, Message: "cluster echo: bad"}})
+	send(&discovery.DiscoveryRequest{TypeUrl: resource.RouteType, ResourceNames: []string{"echo"}})
 	if _, err := st.Recv(); err != nil {
 		t.Fatal(err)
 	}
 
-	want := []wire.XDSClient{{Node: "grpc-1", Kind: "grpc", Namespace: "default", Zone: "z1", Acked: map[string]string{"lds": lds.GetVersionInfo()}}}
-	if got := v.Clients(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Clients = %+v, want %+v", got, want)
+	got := v.Clients()
+	if len(got) != 1 {
+		t.Fatalf("Clients = %+v, want grpc-1's stream", got)
+	}
+	c := got[0]
+	if _, err := time.Parse(time.RFC3339, c.Since); err != nil || c.UserAgent != "gRPC Go" || c.Delta {
+		t.Errorf("client %+v: since %q (%v), want RFC 3339, user agent gRPC Go, not delta", c, c.Since, err)
+	}
+	c.Since, c.UserAgent = "", ""
+	nack := c.LastNACK
+	c.LastNACK = nil
+	want := wire.XDSClient{Node: "grpc-1", Kind: "grpc", Namespace: "default", Zone: "z1", Acked: map[string]string{"lds": lds.GetVersionInfo()}}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("client %+v, want %+v", c, want)
+	}
+	if nack == nil || nack.Type != "cds" || nack.Rejected != cds.GetVersionInfo() || nack.Detail != "cluster echo: bad" || nack.At == "" {
+		t.Errorf("last NACK %+v, want cds %s rejected with its detail", nack, cds.GetVersionInfo())
 	}
 	if got := dev.Clients(); len(got) != 0 {
 		t.Errorf("dev's Clients = %+v, want none (the client is default's)", got)

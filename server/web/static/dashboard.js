@@ -258,10 +258,13 @@
         el('td', { text: c.kind }),
         el('td', { text: c.namespace }),
         el('td', { text: c.zone }),
-        el('td', { text: c.acked })
+        el('td', { text: c.acked }),
+        el('td', { text: c.since }),
+        el('td', { text: c.agent }),
+        el('td', { text: c.nack })
       ]);
     });
-    if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 5, text: 'No xDS clients connected' })])];
+    if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 8, text: 'No xDS clients connected' })])];
     replaceKids(t.tBodies[0], rows);
   }
 
