@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -112,6 +113,12 @@ type space struct {
 	// registry change (expiry sweeps, remote regions; versionLocked).
 	sweepRev int64
 	sweeps   int
+	// vanished is the names whose last instance went since the last tick
+	// (their empty assignment was pushed), due the names of the tick
+	// before: a tick deletes the due ones' assignments, so that every
+	// subscribed client is sent "no endpoints" first, and a name gone for
+	// good is not kept as an empty assignment forever.
+	vanished, due map[string]struct{}
 }
 
 // optsLocked is o with the namespace's expired leases and remote regions.
@@ -196,7 +203,15 @@ func (r resources) into(m map[string]map[string]types.Resource, name string) {
 
 // push rebuilds the touched names in every group and hands each cache the
 // resources that changed. The caller holds sp.mu.
-func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
+func (sp *space) pushLocked(touched map[string]struct{}, at time.Time) (err error) {
+	for name := range touched {
+		if sp.idx.known(name) {
+			delete(sp.vanished, name)
+			delete(sp.due, name)
+		} else {
+			sp.vanished[name] = struct{}{}
+		}
+	}
 	for _, g := range sp.groups {
 		upd := map[string]map[string]types.Resource{}
 		for _, t := range served {
@@ -215,7 +230,8 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			}
 		}
 		for _, t := range served {
-			// An assignment is never deleted: an empty one replaces it (see build).
+			// An assignment is not deleted here: an empty one replaces it
+			// (see build), and a tick deletes it later (tickLocked).
 			var d []string
 			if t == resource.ClusterType || g.key.kind == GRPC && t != resource.EndpointType {
 				d = del
@@ -233,8 +249,30 @@ func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
 			if len(upd[t]) == 0 && len(d) == 0 {
 				continue
 			}
-			err = errors.Join(err, g.cache(t).update(upd[t], d, sp.versionLocked()))
+			err = errors.Join(err, g.cache(t).update(upd[t], d, sp.versionLocked(), at))
 		}
+	}
+	return err
+}
+
+// tickLocked deletes the assignments of the names that vanished before
+// the previous tick and are still gone. The caller holds sp.mu.
+func (sp *space) tickLocked(at time.Time) (err error) {
+	var del []string
+	for name := range sp.due {
+		if !sp.idx.known(name) {
+			del = append(del, name)
+		}
+	}
+	sp.due, sp.vanished = sp.vanished, map[string]struct{}{}
+	if len(del) == 0 {
+		return nil
+	}
+	for _, g := range sp.groups {
+		for _, name := range del {
+			delete(g.last[resource.EndpointType], name)
+		}
+		err = errors.Join(err, g.cache(resource.EndpointType).update(nil, del, sp.versionLocked(), at))
 	}
 	return err
 }
