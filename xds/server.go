@@ -149,7 +149,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
+	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}, kinds: map[Kind]*kindSet{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
