@@ -179,7 +179,7 @@ func hits(url string, n int) map[string]int {
 	return out
 }
 
-func TestEnvoyOverADS(t *testing.T) {
+func TestXDSEnvoyOverADS(t *testing.T) {
 	bin := envoyBinary(t)
 	reg, srv := startXDS(t)
 	registerWeb(t, reg)
@@ -231,10 +231,10 @@ static_resources:
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
 `
 
-// TestEnvoyOverREST: an Envoy polling the REST-JSON form (as goreka's main
+// TestXDSEnvoyOverREST: an Envoy polling the REST-JSON form (as goreka's main
 // port serves it: xds.Handler at xds.RESTPaths) reaches the backends, and
 // one set OUT_OF_SERVICE stops being healthy in its /clusters.
-func TestEnvoyOverREST(t *testing.T) {
+func TestXDSEnvoyOverREST(t *testing.T) {
 	bin := envoyBinary(t)
 	reg, srv := startXDS(t)
 	registerWeb(t, reg)

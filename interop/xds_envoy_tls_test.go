@@ -76,11 +76,11 @@ static_resources:
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
 `
 
-// TestEnvoyOverTLSWithCredentials: with TLS and users, a real Envoy that
+// TestXDSEnvoyOverTLSWithCredentials: with TLS and users, a real Envoy that
 // trusts the certificate and sends Basic credentials in its ADS stream's
 // initial_metadata gets its clusters and reaches the backends; the same
 // Envoy with a wrong password gets none and is logged as refused.
-func TestEnvoyOverTLSWithCredentials(t *testing.T) {
+func TestXDSEnvoyOverTLSWithCredentials(t *testing.T) {
 	bin := envoyBinary(t)
 	cert, caFile := testCA(t)
 	var logs syncBuilder

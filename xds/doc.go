@@ -56,7 +56,12 @@
 //     its users: Basic credentials in the call's authorization metadata,
 //     checked by a unary and a stream interceptor (security.go).
 //   - An application whose last instance goes loses its cluster (and
-//     listener), but keeps an empty ClusterLoadAssignment: state-of-the-world
-//     EDS cannot say "deleted", and an Envoy that declared the cluster itself
-//     must learn that it has no endpoints rather than keep the old ones.
+//     listener) at once, and its ClusterLoadAssignment is replaced by an
+//     empty one: state-of-the-world EDS cannot say "deleted", and an Envoy
+//     that declared the cluster itself must learn that it has no endpoints
+//     rather than keep the old ones. Two feeder ticks later (5 s each) the
+//     empty assignment is deleted, so that names gone for good are not
+//     kept forever.
+//   - Every metadata entry reaches every client of the namespace
+//     (filter_metadata["envoy.lb"]); Start logs that once.
 package xds

@@ -94,6 +94,7 @@ type Server struct {
 	clients *prometheus.GaugeVec
 	pushes  *prometheus.CounterVec
 	nacks   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
 }
 
 // New returns a server with no namespace attached; it serves once Start
@@ -119,6 +120,11 @@ func New(cfg Config) *Server {
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
 		nacks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_nacks_total", Help: "xDS responses a client rejected, by resource type."}, []string{"type"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "goreka_xds_push_latency_seconds",
+			Help:    "Time from a registry change to the xDS response carrying it being written to a subscribed stream, by resource type.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"type"}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.xds = serverv3.NewServer(s.ctx, router{s}, s.callbacks())
@@ -143,7 +149,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}}
+	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}, kinds: map[Kind]*kindSet{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
@@ -182,7 +188,7 @@ func (s *Server) AttachRegions(ns string, set *region.Set) (changed func()) {
 		if len(touched) > 0 {
 			sp.swept() // a change that is not the registry's: REV.N
 		}
-		s.pushLocked(sp, touched)
+		s.pushLocked(sp, touched, s.now())
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		if len(touched) > 0 {
@@ -218,7 +224,7 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 		view := reg.Applications()
 		sp.mu.Lock()
 		sp.idx.reset(view, touched)
-		s.pushLocked(sp, touched)
+		s.pushLocked(sp, touched, s.now())
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
@@ -236,26 +242,23 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 // subscription ends (true: resynchronise).
 func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscription) bool {
 	const batch = 1024
-	var sweep <-chan time.Time
-	if s.cfg.HeldAsUnhealthy {
-		t := time.NewTicker(s.cfg.ExpiryCheck)
-		defer t.Stop()
-		sweep = t.C
-	}
+	tick := time.NewTicker(s.cfg.ExpiryCheck)
+	defer tick.Stop()
 	for {
 		var e registry.Event
 		var ok bool
 		select {
 		case <-s.ctx.Done():
 			return false
-		case <-sweep:
-			s.sweep(sp, reg)
+		case <-tick.C:
+			s.tick(sp, reg)
 			continue
 		case e, ok = <-sub.Events():
 		}
 		if !ok {
 			return sub.Err() != nil
 		}
+		at := s.now() // the change is delivered as it is made: its time, near enough
 		touched := map[string]struct{}{}
 		sp.mu.Lock()
 		sp.idx.apply(e, touched)
@@ -271,7 +274,7 @@ func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscri
 				break drain
 			}
 		}
-		s.pushLocked(sp, touched)
+		s.pushLocked(sp, touched, at)
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
@@ -281,18 +284,32 @@ func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscri
 	}
 }
 
+// tick is the feeder's periodic work: the expiry sweep (with
+// HeldAsUnhealthy) and the deletion of vanished names' assignments.
+func (s *Server) tick(sp *space, reg *registry.Registry) {
+	if s.cfg.HeldAsUnhealthy {
+		s.sweep(sp, reg)
+	}
+	sp.mu.Lock()
+	if err := sp.tickLocked(s.now()); err != nil {
+		s.log.Error("xds update", "namespace", sp.name, "revision", sp.idx.rev, "err", err)
+	}
+	sp.mu.Unlock()
+}
+
 // sweep finds the leases of reg past their expiry at s.now() (expired,
 // not evicted: held by self-preservation, or awaiting the eviction task)
 // and resends the names whose instances entered or left that set.
 func (s *Server) sweep(sp *space, reg *registry.Registry) {
-	keys := reg.Expired(s.now(), 0)
+	now := s.now()
+	keys := reg.Expired(now, 0)
 	touched := map[string]struct{}{}
 	sp.mu.Lock()
 	sp.idx.setExpired(keys, touched)
 	if len(touched) > 0 {
 		sp.swept()
 	}
-	s.pushLocked(sp, touched)
+	s.pushLocked(sp, touched, now)
 	rev := sp.idx.rev
 	sp.mu.Unlock()
 	if len(touched) > 0 {
@@ -306,11 +323,11 @@ func (s *Server) notify(sp *space, rev int64) {
 	}
 }
 
-func (s *Server) pushLocked(sp *space, touched map[string]struct{}) {
+func (s *Server) pushLocked(sp *space, touched map[string]struct{}, at time.Time) {
 	if len(touched) == 0 {
 		return
 	}
-	if err := sp.pushLocked(touched); err != nil {
+	if err := sp.pushLocked(touched, at); err != nil {
 		s.log.Error("xds update", "namespace", sp.name, "revision", sp.idx.rev, "err", err)
 	}
 }
@@ -361,6 +378,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		case <-s.ctx.Done():
 		}
 	}()
+	s.log.Warn("xds: every instance metadata key and value is sent to xDS clients, in filter_metadata[\"envoy.lb\"] of each endpoint (for Envoy's subset load balancer): keep secrets out of eureka.instance.metadata-map")
 	s.log.Info("xds server listening", "address", s.addr.String(), "tls", s.cfg.GetCertificate != nil, "auth", len(s.cfg.Credentials) > 0)
 	return nil
 }
@@ -389,13 +407,14 @@ func (s *Server) Close() {
 }
 
 // Collector returns the server's metrics: goreka_xds_clients{kind,namespace},
-// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type}. A nil
+// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type},
+// goreka_xds_push_latency_seconds{type}. A nil
 // Server's collects nothing.
 func (s *Server) Collector() prometheus.Collector {
 	if s == nil {
 		return collectors{}
 	}
-	return collectors{s.clients, s.pushes, s.nacks}
+	return collectors{s.clients, s.pushes, s.nacks, s.latency}
 }
 
 type collectors []prometheus.Collector
@@ -444,6 +463,9 @@ type streamInfo struct {
 	acked   map[string]string // last ACKed version by type URL
 	nack    *NACK             // the last NACK
 	sent    map[string][]sent // the last responses by type URL
+	// lastSent is when the last response of each type was sent: a
+	// response whose change came later is a push, and its latency counts.
+	lastSent map[string]time.Time
 }
 
 func (s *Server) now() time.Time { return s.cfg.Now() }
@@ -529,13 +551,15 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
-			resp.VersionInfo = s.vers.revision(resp.GetVersionInfo()) // this stream's own response
-			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo())
+			var at time.Time
+			resp.VersionInfo, at = s.vers.revision(resp.GetVersionInfo()) // this stream's own response
+			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo(), at)
 		},
 		StreamDeltaResponseFunc: func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
-			resp.SystemVersionInfo = s.vers.revision(resp.GetSystemVersionInfo())
-			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo())
+			var at time.Time
+			resp.SystemVersionInfo, at = s.vers.revision(resp.GetSystemVersionInfo())
+			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo(), at)
 		},
 	}
 }

@@ -95,14 +95,26 @@ const sentVersions = 8
 
 type sent struct{ nonce, version string }
 
-// responded records a response sent on a stream.
-func (s *Server) responded(sk streamKey, typeURL, nonce, version string) {
+// responded records a response sent on a stream, whose change was
+// received at (zero: unknown). A response to a change made after the
+// stream's previous response of that type is a push: its latency, from the
+// change to now, is observed (a client's first answer, or an answer to a
+// new subscription, is not).
+func (s *Server) responded(sk streamKey, typeURL, nonce, version string, at time.Time) {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	si := s.streams[sk]
 	if si == nil {
 		return
 	}
+	if si.lastSent == nil {
+		si.lastSent = map[string]time.Time{}
+	}
+	if prev, ok := si.lastSent[typeURL]; ok && !at.IsZero() && at.After(prev) {
+		s.latency.WithLabelValues(typeName(typeURL)).Observe(now.Sub(at).Seconds())
+	}
+	si.lastSent[typeURL] = now
 	if si.sent == nil {
 		si.sent = map[string][]sent{}
 	}

@@ -217,10 +217,10 @@ func TestVersionAheadIsAnsweredInFull(t *testing.T) {
 	if v := c.cacheVersion(rev); !strings.HasPrefix(v, c.prefix) {
 		t.Errorf("the current revision maps to %q, want a version of prefix %q", v, c.prefix)
 	}
-	if got := f.s.vers.revision(c.prefix + "0"); got != rev {
+	if got, _ := f.s.vers.revision(c.prefix + "0"); got != rev {
 		t.Errorf("the cache's first version is revision %q, want %s", got, rev)
 	}
-	if got := f.s.vers.revision("other-7"); got != "other-7" {
+	if got, _ := f.s.vers.revision("other-7"); got != "other-7" {
 		t.Errorf("an unknown version became %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -36,7 +37,14 @@ type typed struct {
 
 	mu   sync.Mutex
 	n    uint64               // the LinearCache's update counter
-	revs [revisionRing]string // version (revision) of update i at i % revisionRing
+	revs [revisionRing]update // update i at i % revisionRing
+}
+
+// update is what a cache update stands for: its version (the revision)
+// and when the feeder received the change that made it.
+type update struct {
+	version string
+	at      time.Time
 }
 
 // cacheSeq numbers caches, to give each a prefix of its own.
@@ -45,7 +53,7 @@ var cacheSeq atomic.Uint64
 // newTyped returns the cache of typeURL holding init, at version rev.
 func newTyped(typeURL string, init map[string]types.Resource, rev string) *typed {
 	t := &typed{prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-"}
-	t.revs[0] = rev
+	t.revs[0] = update{version: rev}
 	t.LinearCache = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(t.prefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init))
 	return t
 }
@@ -54,25 +62,25 @@ func newTyped(typeURL string, init map[string]types.Resource, rev string) *typed
 // recorded before the cache numbers the update, so that every version a
 // response can carry has its revision. Calls are serialised by the
 // namespace's lock, as the LinearCache's counter is.
-func (t *typed) update(upd map[string]types.Resource, del []string, rev string) error {
+func (t *typed) update(upd map[string]types.Resource, del []string, rev string, at time.Time) error {
 	t.mu.Lock()
 	t.n++
-	t.revs[t.n%revisionRing] = rev
+	t.revs[t.n%revisionRing] = update{rev, at}
 	t.mu.Unlock()
 	return t.UpdateResources(upd, del)
 }
 
 // revisionOf is the revision of cache version v ("" and false when v is not
 // one of this cache's or is too old to be remembered).
-func (t *typed) revisionOf(v string) (string, bool) {
+func (t *typed) revisionOf(v string) (update, bool) {
 	n, err := strconv.ParseUint(strings.TrimPrefix(v, t.prefix), 10, 64)
 	if err != nil || !strings.HasPrefix(v, t.prefix) {
-		return "", false
+		return update{}, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if n > t.n || t.n-n >= revisionRing {
-		return "", false
+		return update{}, false
 	}
 	return t.revs[n%revisionRing], true
 }
@@ -81,7 +89,7 @@ func (t *typed) revisionOf(v string) (string, bool) {
 func (t *typed) latest() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.revs[t.n%revisionRing]
+	return t.revs[t.n%revisionRing].version
 }
 
 // cacheVersion turns the version a client sent (a revision, as it was
@@ -111,19 +119,20 @@ type versions struct{ m sync.Map } // prefix -> *typed
 
 func (vs *versions) add(t *typed) { vs.m.Store(t.prefix, t) }
 
-// revision rewrites cache version v to the decimal revision it stands for;
-// v itself when it is not known.
-func (vs *versions) revision(v string) string {
+// revision rewrites cache version v to the revision it stands for, with
+// when its change was received; v itself and a zero time when it is not
+// known.
+func (vs *versions) revision(v string) (string, time.Time) {
 	i := strings.LastIndexByte(v, '-')
 	if i < 0 {
-		return v
+		return v, time.Time{}
 	}
 	x, ok := vs.m.Load(v[:i+1])
 	if !ok {
-		return v
+		return v, time.Time{}
 	}
-	if r, ok := x.(*typed).revisionOf(v); ok {
-		return r
+	if u, ok := x.(*typed).revisionOf(v); ok {
+		return u.version, u.at
 	}
-	return v
+	return v, time.Time{}
 }
