@@ -18,7 +18,8 @@ type XDS interface {
 	Clients() []wire.XDSClient
 	// Resolve returns what a client of kind ("envoy" or "grpc") in zone
 	// ("" for none) is served for name, and false when name is neither an
-	// application's lower-cased name nor a VIP address of the namespace.
+	// application's lower-cased name nor a VIP address of the namespace
+	// (as registered, case included).
 	Resolve(name, kind, zone string) (wire.XDSResolution, bool)
 }
 
@@ -85,9 +86,14 @@ func (a *API) xdsResolve(c *gin.Context) {
 		c.JSON(http.StatusNotFound, wire.ErrorAnswer{Error: xdsOff})
 		return
 	}
-	res, ok := a.cfg.XDS.Resolve(strings.ToLower(name), kind, zone)
+	// A VIP address is served as registered, an application by its
+	// lower-cased name: try the name as given, then lower-cased.
+	res, ok := a.cfg.XDS.Resolve(name, kind, zone)
+	if lower := strings.ToLower(name); !ok && lower != name {
+		res, ok = a.cfg.XDS.Resolve(lower, kind, zone)
+	}
 	if !ok {
-		c.JSON(http.StatusNotFound, wire.ErrorAnswer{Error: "no application or VIP address " + strings.ToLower(name) + " is served over xDS here", Parameter: "name"})
+		c.JSON(http.StatusNotFound, wire.ErrorAnswer{Error: "no application or VIP address " + name + " is served over xDS here", Parameter: "name"})
 		return
 	}
 	if res.Endpoints == nil {

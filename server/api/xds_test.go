@@ -19,7 +19,7 @@ func (x *fakeXDS) Clients() []wire.XDSClient { return x.clients }
 
 func (x *fakeXDS) Resolve(name, kind, zone string) (wire.XDSResolution, bool) {
 	x.calls = append(x.calls, [3]string{name, kind, zone})
-	if name != "orders" {
+	if name != "orders" && name != "Orders-V2" {
 		return wire.XDSResolution{}, false
 	}
 	return wire.XDSResolution{Name: name, Kind: kind, Zone: zone, Cluster: "orders", Revision: 7,
@@ -58,9 +58,12 @@ func TestXDSResolve(t *testing.T) {
 	if code := f.get("/goreka/api/v1/xds/resolve?name=orders", &r); code != http.StatusOK || r.Kind != "envoy" {
 		t.Errorf("resolve without kind: %d %+v, want envoy's", code, r)
 	}
-	want := [][3]string{{"orders", "grpc", "z1"}, {"orders", "envoy", ""}}
+	if code := f.get("/goreka/api/v1/xds/resolve?name=Orders-V2", &r); code != http.StatusOK || r.Name != "Orders-V2" {
+		t.Errorf("resolve of a VIP address with capitals: %d %+v", code, r)
+	}
+	want := [][3]string{{"ORDERS", "grpc", "z1"}, {"orders", "grpc", "z1"}, {"orders", "envoy", ""}, {"Orders-V2", "envoy", ""}}
 	if !reflect.DeepEqual(x.calls, want) {
-		t.Errorf("resolve calls %v, want %v (name lower-cased, envoy by default)", x.calls, want)
+		t.Errorf("resolve calls %v, want %v (the name as given, then lower-cased; envoy by default)", x.calls, want)
 	}
 
 	for _, tc := range []struct {
@@ -80,8 +83,8 @@ func TestXDSResolve(t *testing.T) {
 			t.Errorf("?%s: %d %+v, want %d naming %q", tc.query, code, e, tc.code, tc.param)
 		}
 	}
-	if len(x.calls) != 3 {
-		t.Errorf("bad requests reached the xDS view: %v", x.calls[2:])
+	if len(x.calls) != len(want)+1 {
+		t.Errorf("bad requests reached the xDS view: %v", x.calls[len(want):])
 	}
 
 	off := newFixture(t, Config{})
