@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
@@ -120,12 +120,6 @@ type kindSet struct {
 	zones   map[string]*group
 }
 
-// zoneDependent tells whether the assignment of views differs for a node
-// in zone from the zone-less one: only when some endpoint is in zone.
-func zoneDependent(views []registry.LeaseView, zone string) bool {
-	return zone != "" && slices.ContainsFunc(views, func(v registry.LeaseView) bool { return zoneOf(v.Instance) == zone })
-}
-
 // cache is the cache of typeURL, nil for a type that is not served.
 func (g *group) cache(typeURL string) *typed { return g.caches[typeURL] }
 
@@ -203,11 +197,8 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, set: ks,
 		caches: maps.Clone(ks.caches), last: maps.Clone(ks.last)}
 	init := maps.Clone(ks.last[resource.EndpointType])
-	o := sp.optsLocked(g.opts)
-	for name := range sp.idx.names() {
-		if views := sp.idx.views(name); zoneDependent(views, k.zone) {
-			init[name] = assignment(name, views, o)
-		}
+	for name, r := range init {
+		init[name] = rezone(r.(*endpoint.ClusterLoadAssignment), k.zone)
 	}
 	sp.newEDSLocked(g, init)
 	ks.zones[k.zone] = g
@@ -339,13 +330,9 @@ func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseVi
 		err = errors.Join(err, ks.caches[t].update(upd[t], d, version, at))
 	}
 	for zone, g := range ks.zones {
-		o := sp.optsLocked(g.opts)
 		eds := map[string]types.Resource{}
-		for name, vs := range views {
-			r := upd[resource.EndpointType][name]
-			if zoneDependent(vs, zone) {
-				r = assignment(name, vs, o)
-			}
+		for name := range views {
+			r := types.Resource(rezone(upd[resource.EndpointType][name].(*endpoint.ClusterLoadAssignment), zone))
 			if old, ok := g.last[resource.EndpointType][name]; ok && (old == r || proto.Equal(old, r)) {
 				continue
 			}

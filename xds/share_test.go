@@ -6,6 +6,9 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/goreka/goreka/registry"
 )
 
 // Zone groups share their kind's clusters, listeners and routes (one
@@ -57,5 +60,24 @@ func TestZoneGroupsShareZoneIndependentResources(t *testing.T) {
 	ze := z1.cache(resource.EndpointType).GetResources()
 	if got := len(flatten(ze["a"].(*endpoint.ClusterLoadAssignment))); got != 3 {
 		t.Errorf("z1's assignment of a has %d endpoints after a3 registered, want 3", got)
+	}
+}
+
+// rezone of the zone-less assignment is the assignment built for the
+// zone, for either kind, with and without remote instances and an own zone.
+func TestRezoneIsTheZonesAssignment(t *testing.T) {
+	far := inst("A", "r1", "10.9.0.1", MetaZone, "z1")
+	vs := views(inst("A", "a1", "10.0.0.1", MetaZone, "z1"), inst("A", "a2", "10.0.0.2", MetaZone, "z2"),
+		inst("A", "a3", "10.0.0.3"), far)
+	for _, kind := range []Kind{Envoy, GRPC} {
+		for _, remote := range []map[*registry.Instance]string{nil, {far: "west"}} {
+			base := assignment("a", vs, buildOptions{kind: kind, remote: remote})
+			for _, zone := range []string{"z1", "z2", "z9", ""} {
+				want := assignment("a", vs, buildOptions{kind: kind, zone: zone, remote: remote})
+				if got := rezone(base, zone); !proto.Equal(got, want) {
+					t.Errorf("%s, remote %v, zone %q:\n got %v\nwant %v", kind, remote != nil, zone, got, want)
+				}
+			}
+		}
 	}
 }
