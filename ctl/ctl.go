@@ -49,6 +49,11 @@ Commands:
   status                        the server's /eureka/status and registry counts
   diff URL1 URL2                two nodes' registries side by side: missing on
                                 URL2, extra on URL2, different status
+  xds [NAME [kind=envoy|grpc] [zone=Z]]
+                                the connected xDS clients; with NAME (an app or
+                                a VIP address) what a client of that kind and
+                                node zone is served: cluster, endpoints with
+                                health, weight, zone, priority
 
 Flags (anywhere on the line):
   -server URL    goreka's address (default $GOREKA_URL, else http://localhost:8761);
@@ -220,6 +225,8 @@ func (c *ctl) dispatch(ctx context.Context, cmd string, args []string) error {
 			return err
 		}
 		return c.diff(ctx, args[0], args[1])
+	case "xds":
+		return c.xds(ctx, args)
 	}
 	return failf(ExitUsage, "unknown command")
 }

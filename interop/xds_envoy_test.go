@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/xds"
 )
 
 // envoyBinary finds a real Envoy: $GOREKA_ENVOY, the virtualenv .ci/run
@@ -90,9 +91,15 @@ static_resources:
 // admin URL and its listener's URL.
 func runEnvoy(t *testing.T, bin string, xdsPort int) (admin, listener string) {
 	t.Helper()
+	return runEnvoyWith(t, bin, fmt.Sprintf(envoyBootstrap, xdsPort))
+}
+
+// runEnvoyWith runs Envoy with bootstrap (whose listener is "web").
+func runEnvoyWith(t *testing.T, bin, bootstrap string) (admin, listener string) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "envoy.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, envoyBootstrap, xdsPort), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(bootstrap), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	adminFile := filepath.Join(dir, "admin")
@@ -172,12 +179,104 @@ func hits(url string, n int) map[string]int {
 	return out
 }
 
-func TestEnvoyOverADS(t *testing.T) {
+func TestXDSEnvoyOverADS(t *testing.T) {
 	bin := envoyBinary(t)
 	reg, srv := startXDS(t)
+	registerWeb(t, reg)
+	admin, listener := runEnvoy(t, bin, srv.Addr().(*net.TCPAddr).Port)
+	envoyReachesWebThenDropsC(t, reg, srv, admin, listener)
+}
 
-	// Three backends: with one of them out, two thirds stay healthy, above
-	// Envoy's panic threshold (50 %), so Envoy honours the health status.
+// envoyRESTBootstrap is an Envoy polling goreka's REST-JSON discovery
+// (api_type REST) for its clusters and, as goreka's clusters tell it, for
+// their endpoints, every 200 ms; its listener routes to "web".
+const envoyRESTBootstrap = `
+node:
+  id: interop-envoy-rest
+  cluster: interop
+  metadata: {goreka.rest-cluster: goreka_rest, goreka.rest-refresh-delay: 200ms}
+admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+dynamic_resources:
+  cds_config:
+    resource_api_version: V3
+    api_config_source:
+      api_type: REST
+      transport_api_version: V3
+      cluster_names: [goreka_rest]
+      refresh_delay: 0.2s
+      request_timeout: 2s
+static_resources:
+  clusters:
+  - name: goreka_rest
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: goreka_rest
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
+  listeners:
+  - name: web
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config:
+            validate_clusters: false
+            virtual_hosts: [{name: web, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: web}}]}]
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+
+// TestXDSEnvoyOverREST: an Envoy polling the REST-JSON form (as goreka's main
+// port serves it: xds.Handler at xds.RESTPaths) reaches the backends, and
+// one set OUT_OF_SERVICE stops being healthy in its /clusters.
+func TestXDSEnvoyOverREST(t *testing.T) {
+	bin := envoyBinary(t)
+	reg, srv := startXDS(t)
+	registerWeb(t, reg)
+	mux := http.NewServeMux()
+	for p := range xds.RESTPaths {
+		mux.Handle(p, srv.Handler())
+	}
+	main := httptest.NewServer(mux)
+	t.Cleanup(main.Close)
+	admin, listener := runEnvoyWith(t, bin, fmt.Sprintf(envoyRESTBootstrap, main.Listener.Addr().(*net.TCPAddr).Port))
+	waitAllReached(t, admin, listener)
+
+	c, _ := reg.Get("WEB", "c")
+	cAddr := fmt.Sprintf("web::127.0.0.1:%d::health_flags::", c.Instance.Port.Number)
+	if clusters, _ := get(admin + "/clusters"); !strings.Contains(clusters, cAddr+"healthy") {
+		t.Fatalf("c is not a healthy host of web in /clusters before the change:\n%s", clusters)
+	}
+	start := time.Now()
+	if err := reg.StatusUpdate("WEB", "c", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		clusters, _ := get(admin + "/clusters")
+		if i := strings.Index(clusters, cAddr); i < 0 || !strings.HasPrefix(clusters[i+len(cAddr):], "healthy") {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("c still healthy in /clusters 20 s after OUT_OF_SERVICE:\n%s", clusters)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an external process
+	}
+	t.Logf("OUT_OF_SERVICE: out of the REST-polling Envoy's healthy hosts after %v", time.Since(start))
+	if h := hits(listener, 30); h["c"] != 0 || h["error"] != 0 || h["a"] == 0 || h["b"] == 0 {
+		t.Errorf("after OUT_OF_SERVICE: %v, want a and b only", h)
+	}
+}
+
+// registerWeb registers three backends of WEB (VIP web), a, b and c.
+// With one of them out, two thirds stay healthy, above Envoy's panic
+// threshold (50 %), so Envoy honours the health status.
+func registerWeb(t *testing.T, reg *registry.Registry) {
+	t.Helper()
 	for _, name := range []string{"a", "b", "c"} {
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) }))
 		t.Cleanup(hs.Close)
@@ -189,10 +288,12 @@ func TestEnvoyOverADS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	admin, listener := runEnvoy(t, bin, srv.Addr().(*net.TCPAddr).Port)
+}
 
-	// Every backend is reached through Envoy's listener (bounded: Envoy
-	// warms the cluster until its endpoints arrive).
+// waitAllReached waits (bounded: Envoy warms the cluster until its
+// endpoints arrive) until a, b and c are all reached through Envoy.
+func waitAllReached(t *testing.T, admin, listener string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var seen map[string]int
 	for {
@@ -205,6 +306,13 @@ func TestEnvoyOverADS(t *testing.T) {
 			t.Fatalf("through Envoy after 30 s: %v, want a, b and c; /clusters:\n%s", seen, clusters)
 		}
 	}
+}
+
+// envoyReachesWebThenDropsC checks that Envoy reaches a, b and c, and
+// stops sending c requests once c is OUT_OF_SERVICE.
+func envoyReachesWebThenDropsC(t *testing.T, reg *registry.Registry, srv *xds.Server, admin, listener string) {
+	t.Helper()
+	waitAllReached(t, admin, listener)
 
 	// OUT_OF_SERVICE is DRAINING: Envoy stops sending c requests. The
 	// push (measured server-side) must take under 1 s; end to end (until a

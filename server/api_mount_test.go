@@ -2,12 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/api/wire"
+	"github.com/goreka/goreka/server/metrics"
 )
 
 // TestReadAPIBehindTheEdge mounts the read API on a Server with basic auth:
@@ -50,5 +52,31 @@ func TestReadAPIBehindTheEdge(t *testing.T) {
 	expect(t, f.do(t, "DELETE", "/goreka/api/v1/instances", "viewer:look", ""), 403, "")
 	if rec := f.do(t, "POST", "/goreka/api/v1/instances", "eureka:s3cret", ""); rec.Code != 405 {
 		t.Errorf("POST: %d", rec.Code)
+	}
+}
+
+// TestXDSRESTBehindTheEdge: the REST-JSON xDS routes are POSTs that read:
+// the read-only user may use them, anonymous callers may not, and they
+// are counted under their own route (not the unmatched one).
+func TestXDSRESTBehindTheEdge(t *testing.T) {
+	reg := registry.New(registry.Options{})
+	srv := New(Config{}, Deps{Registry: reg})
+	var got []string
+	srv.MountXDS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, r.URL.Path) }))
+	srv.MountXDS(nil) // disabled: nothing more
+	m := metrics.New(metrics.Sources{})
+	srv.EnableOps(OpsConfig{Metrics: m, Auth: AuthConfig{User: "eureka", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look"}})
+	f := &opsFixture{reg: reg, srv: srv}
+	for _, p := range routesXDS {
+		expect(t, f.do(t, "POST", p, "", "{}"), 401, "")
+		if rec := f.do(t, "POST", p, "viewer:look", "{}"); rec.Code != 200 {
+			t.Errorf("read-only user, POST %s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+	if len(got) != len(routesXDS) {
+		t.Errorf("handler saw %v, want each of %v once", got, routesXDS)
+	}
+	if rt := srv.ops.route("POST", routesXDS[0]); !rt.reads || rt.label != routesXDS[0] {
+		t.Errorf("route of POST %s: %+v", routesXDS[0], rt.route)
 	}
 }

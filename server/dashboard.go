@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // The dashboard is Spring's Eureka status page (SC §B5) with the same
@@ -86,6 +88,11 @@ type DashboardData struct {
 	// Namespaces are the namespace selector's entries, the default one
 	// first; fewer than two hide it.
 	Namespaces []DashboardNamespace
+
+	// XDS is set when the server serves xDS (goreka.xds.enabled): the
+	// section of connected xDS clients is shown, listing XDSClients.
+	XDS        bool
+	XDSClients []wire.XDSClient
 }
 
 // DashboardNamespace is one entry of the namespace selector.
@@ -245,6 +252,60 @@ type pageView struct {
 	Lifecycle          []lifecycleCount
 	LifecycleInstances []lifecycleRow
 	LifecycleMore      int
+
+	// XDSClients are the rows of connected xDS clients, by node id; nil
+	// (xDS off) hides the section.
+	XDSClients []xdsClientRow
+}
+
+// xdsClientRow is one connected xDS client's row.
+type xdsClientRow struct {
+	Node      string `json:"node"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Zone      string `json:"zone"`
+	// Acked is the last ACKed version of each type, "cds=7 eds=7".
+	Acked string `json:"acked"`
+	// Since is when it connected ("2026-... UTC (5m ago)"); Agent its
+	// user agent, with "(delta)" for an incremental stream.
+	Since string `json:"since"`
+	Agent string `json:"agent"`
+	// NACK is its last rejection ("eds 12 at 2026-...: detail"), "" if none.
+	NACK string `json:"nack"`
+}
+
+// xdsClientRows lays out the xDS clients, sorted by node id (then kind,
+// as one node may hold an Envoy and a gRPC stream); nil when xDS is off.
+func xdsClientRows(on bool, cs []wire.XDSClient, now time.Time) []xdsClientRow {
+	if !on {
+		return nil
+	}
+	rows := make([]xdsClientRow, 0, len(cs))
+	for _, c := range cs {
+		var acked []string
+		for _, t := range slices.Sorted(maps.Keys(c.Acked)) {
+			acked = append(acked, t+"="+c.Acked[t])
+		}
+		row := xdsClientRow{Node: c.Node, Kind: c.Kind, Namespace: c.Namespace, Zone: c.Zone, Acked: strings.Join(acked, " "), Agent: c.UserAgent}
+		if c.Delta {
+			row.Agent = strings.TrimSpace(row.Agent + " (delta)")
+		}
+		if t, err := time.Parse(time.RFC3339, c.Since); err == nil {
+			row.Since = t.Format(leaseTimeFormat) + " (" + formatAgo(now.Sub(t)) + " ago)"
+		}
+		if n := c.LastNACK; n != nil {
+			row.NACK = strings.TrimSpace(n.Type + " " + n.Rejected)
+			if t, err := time.Parse(time.RFC3339, n.At); err == nil {
+				row.NACK += " at " + t.Format(leaseTimeFormat)
+			}
+			row.NACK += ": " + n.Detail
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b xdsClientRow) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	return rows
 }
 
 // regionView is one remote region's row.
@@ -353,6 +414,7 @@ func (d *dashboard) view(withApps bool) pageView {
 	v.Chart = newChart(data.SelfPreservation.RenewsHistory, data.SelfPreservation.Threshold)
 	v.lifecycle(data.Lifecycle, data.Now)
 	v.Regions = regionViews(d.s.regions, data.Now)
+	v.XDSClients = xdsClientRows(data.XDS, data.XDSClients, data.Now)
 	if withApps {
 		all := d.s.reg.Applications()
 		v.Revision = all.Revision
@@ -579,6 +641,8 @@ type dashboardJSON struct {
 	LifecycleInstances []lifecycleRow   `json:"lifecycleInstances,omitempty"`
 	LifecycleMore      int              `json:"lifecycleMore,omitempty"`
 	RemoteRegions      []regionView     `json:"remoteRegions,omitempty"`
+	// XDSClients is null when xDS is off, [] when no client is connected.
+	XDSClients []xdsClientRow `json:"xdsClients"`
 }
 
 type replicaJSON struct {
@@ -604,6 +668,7 @@ func (v pageView) JSON() dashboardJSON {
 	}
 	j.HealthAlert, j.Lifecycle, j.LifecycleInstances, j.LifecycleMore = d.Health.Alert, v.Lifecycle, v.LifecycleInstances, v.LifecycleMore
 	j.RemoteRegions = v.Regions
+	j.XDSClients = v.XDSClients
 	if j.Peers == nil {
 		j.Peers = []peerView{}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/replication"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // lifecycleRows is how many instances the dashboard lists in its lifecycle
@@ -46,6 +47,9 @@ type DashboardState struct {
 	// Extra adds rows to General Info (a relay's upstream and the staleness
 	// of its copy, package relay); nil or nil rows: none.
 	Extra func() [][2]string
+	// XDS, when set, lists the namespace's connected xDS clients (nil: xDS
+	// is off and the section is hidden); api.XDS satisfies it.
+	XDS interface{ Clients() []wire.XDSClient }
 }
 
 // DashboardData reads the current state.
@@ -83,6 +87,9 @@ func (d *DashboardState) DashboardData() DashboardData {
 	data.ReplicaInfo = info.Application // the one read of the replicas
 	lc := d.Health.Lifecycle(lifecycleRows)
 	data.Lifecycle = &lc
+	if d.XDS != nil {
+		data.XDS, data.XDSClients = true, d.XDS.Clients()
+	}
 	if ns != namespace.Default {
 		data.PathPrefix = strings.TrimSuffix(NamespacePrefix, "/") + "/" + ns
 	}

@@ -39,6 +39,9 @@ type route struct {
 	perClient fetchTarget
 	// write is what a per-application user's write does (authz.go).
 	write writeAction
+	// reads marks a POST that only reads (xDS's REST discovery, whose
+	// request is its body): every user may, as with a GET.
+	reads bool
 }
 
 // writeAction is a write route's action, for the per-application
@@ -89,6 +92,9 @@ const (
 	routeRenewals = "/eureka/" + compat.RenewalsPath
 )
 
+// The REST-JSON xDS routes (Envoy's api_type REST), mounted by MountXDS.
+var routesXDS = []string{"/v3/discovery:clusters", "/v3/discovery:endpoints", "/v3/discovery:listeners", "/v3/discovery:routes"}
+
 // routeTable is the one route table of the edge.
 var routeTable = map[routeKey]route{
 	{http.MethodGet, routeApps}:  {fetchKind: metrics.FetchFull, rate: targetFull, perClient: targetFull},
@@ -105,6 +111,22 @@ var routeTable = map[routeKey]route{
 	{http.MethodPut, routeMetadata}:    {write: writeMetadata},
 	{http.MethodPost, routeBatch}:      {write: writeBatch},
 	{http.MethodPost, routeRenewals}:   {write: writeRenewals},
+
+	{http.MethodPost, routesXDS[0]}: {reads: true},
+	{http.MethodPost, routesXDS[1]}: {reads: true},
+	{http.MethodPost, routesXDS[2]}: {reads: true},
+	{http.MethodPost, routesXDS[3]}: {reads: true},
+}
+
+// MountXDS serves h (package xds's REST-JSON handler) at the xDS routes,
+// behind the edge like every route; a nil h (xDS disabled) mounts nothing.
+func (s *Server) MountXDS(h http.Handler) {
+	if h == nil {
+		return
+	}
+	for _, p := range routesXDS {
+		s.engine.POST(strings.Replace(p, ":", "\\:", 1), gin.WrapH(h)) // gin reads an unescaped ':' as a parameter
+	}
 }
 
 // Requests that match no route (404, and 405 for a known path) are

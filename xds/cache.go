@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
@@ -19,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/goreka/goreka/namespace"
+	"github.com/goreka/goreka/registry"
 )
 
 // Node metadata keys goreka reads.
@@ -80,32 +84,89 @@ func kindOf(n *core.Node) Kind {
 // change resends only the resources it touched, and a request naming some
 // resources (a gRPC client names the one listener it needs) is answered
 // with those, whatever else exists.
+//
+// Only the assignments depend on the node's zone: the groups of one kind
+// share their kind's clusters, listeners and routes (one cache each, the
+// kindSet's), and a zone's assignment of a name is the zone-less one (the
+// same message) unless the name has endpoints in that zone, the only case
+// where zone priority changes it. So a zone costs one EDS cache and the
+// assignments of the names it has endpoints of, not a copy of everything.
 type group struct {
 	key    groupKey
 	opts   buildOptions
-	caches map[string]*cachev3.LinearCache // one per served type, fixed when the group is built
+	set    *kindSet
+	caches map[string]*typed // one per served type, fixed when the group is built: the kindSet's, and its own EDS
 	// last is the resources last handed to the caches, by type and name,
 	// to skip those a change rebuilt unchanged: LinearCache bumps its
 	// version on every update, and a SotW CDS answer is the full state, so
 	// resending equal clusters would cost O(apps) per change per client.
-	// Guarded by the namespace's lock.
+	// The maps of the shared types are the kindSet's. Guarded by the
+	// namespace's lock.
+	last map[string]map[string]types.Resource
+}
+
+// kindSet is what the groups of one client kind share: the caches of the
+// zone-independent types (CDS, LDS, RDS), the zone-less assignments, the
+// names that have a cluster, and the groups themselves by zone.
+type kindSet struct {
+	kind   Kind
+	caches map[string]*typed // CDS, LDS, RDS
+	// last is the resources last handed to the shared caches and the
+	// zone-less assignments (EDS), by type and name.
 	last map[string]map[string]types.Resource
 	// present is the names that have a cluster (and, for gRPC, a listener
-	// and route), to delete them when their last instance goes. Guarded by
-	// the namespace's lock.
+	// and route), to delete them when their last instance goes.
 	present map[string]bool
+	zones   map[string]*group
 }
 
 // cache is the cache of typeURL, nil for a type that is not served.
-func (g *group) cache(typeURL string) *cachev3.LinearCache { return g.caches[typeURL] }
+func (g *group) cache(typeURL string) *typed { return g.caches[typeURL] }
 
 // space is one namespace: its index, fed from its registry's change stream,
 // and its groups.
 type space struct {
 	name   string
+	vers   *versions // the server's: every cache is added to it
 	mu     sync.Mutex
 	idx    *index
 	groups map[groupKey]*group
+	kinds  map[Kind]*kindSet
+	// sweepRev and sweeps number the pushes at one revision that were no
+	// registry change (expiry sweeps, remote regions; versionLocked).
+	sweepRev int64
+	sweeps   int
+	// vanished is the names whose last instance went since the last tick
+	// (their empty assignment was pushed), due the names of the tick
+	// before: a tick deletes the due ones' assignments, so that every
+	// subscribed client is sent "no endpoints" first, and a name gone for
+	// good is not kept as an empty assignment forever.
+	vanished, due map[string]struct{}
+}
+
+// optsLocked is o with the namespace's expired leases and remote regions.
+func (sp *space) optsLocked(o buildOptions) buildOptions {
+	o.expired, o.remote = sp.idx.expired, sp.idx.remoteOf
+	return o
+}
+
+// versionLocked is the version of the namespace's resources: the
+// revision, with ".N" after the Nth sweep that changed them at it.
+func (sp *space) versionLocked() string {
+	v := strconv.FormatInt(sp.idx.rev, 10)
+	if sp.sweepRev == sp.idx.rev && sp.sweeps > 0 {
+		v += "." + strconv.Itoa(sp.sweeps)
+	}
+	return v
+}
+
+// swept counts a push that is no registry change (an expiry sweep, a
+// remote region's new copy) before it is made.
+func (sp *space) swept() {
+	if sp.sweepRev != sp.idx.rev {
+		sp.sweepRev, sp.sweeps = sp.idx.rev, 0
+	}
+	sp.sweeps++
 }
 
 // maxGroups bounds the groups of a namespace: the zone is the node's
@@ -128,25 +189,65 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 			return g
 		}
 	}
-	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, caches: map[string]*cachev3.LinearCache{}, present: map[string]bool{}}
-	g.last = map[string]map[string]types.Resource{}
+	ks := sp.kindSetLocked(k.kind, heldAsUnhealthy)
+	if k.zone == "" {
+		sp.groups[k] = ks.zones[""]
+		return ks.zones[""]
+	}
+	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, set: ks,
+		caches: maps.Clone(ks.caches), last: maps.Clone(ks.last)}
+	init := maps.Clone(ks.last[resource.EndpointType])
+	for name, r := range init {
+		init[name] = rezone(r.(*endpoint.ClusterLoadAssignment), k.zone)
+	}
+	sp.newEDSLocked(g, init)
+	ks.zones[k.zone] = g
+	sp.groups[k] = g
+	return g
+}
+
+// newEDSLocked gives g its own EDS cache, holding init.
+func (sp *space) newEDSLocked(g *group, init map[string]types.Resource) {
+	t := newTyped(resource.EndpointType, init, sp.versionLocked())
+	sp.vers.add(t)
+	g.caches[resource.EndpointType] = t
+	g.last[resource.EndpointType] = maps.Clone(init)
+}
+
+// kindSetLocked returns the kindSet of kind, building it (and its
+// zone-less group) from the index the first time.
+func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
+	if ks := sp.kinds[kind]; ks != nil {
+		return ks
+	}
+	ks := &kindSet{kind: kind, caches: map[string]*typed{}, last: map[string]map[string]types.Resource{}, present: map[string]bool{}, zones: map[string]*group{}}
 	init := map[string]map[string]types.Resource{}
 	for _, t := range served {
 		init[t] = map[string]types.Resource{}
 	}
-	for name := range sp.idx.byName {
-		r := build(name, sp.idx.views(name), g.opts)
+	base := buildOptions{kind: kind, heldAsUnhealthy: heldAsUnhealthy}
+	o := sp.optsLocked(base)
+	for name := range sp.idx.names() {
+		r := build(name, sp.idx.views(name), o)
 		r.into(init, name)
 		if r.cluster != nil {
-			g.present[name] = true
+			ks.present[name] = true
 		}
 	}
 	for _, t := range served {
-		g.caches[t] = cachev3.NewLinearCache(t, cachev3.WithVersionPrefix(versionPrefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init[t]))
-		g.last[t] = maps.Clone(init[t])
+		ks.last[t] = init[t]
+		if t != resource.EndpointType {
+			ks.caches[t] = newTyped(t, maps.Clone(init[t]), sp.versionLocked())
+			sp.vers.add(ks.caches[t])
+		}
 	}
-	sp.groups[k] = g
-	return g
+	// The zone-less group holds the zone-less assignments (in a map of
+	// its own: what its cache holds, compared with what a push builds).
+	g := &group{key: groupKey{ns: sp.name, kind: kind}, opts: base, set: ks, caches: maps.Clone(ks.caches), last: maps.Clone(ks.last)}
+	sp.newEDSLocked(g, init[resource.EndpointType])
+	ks.zones[""] = g
+	sp.kinds[kind] = ks
+	return ks
 }
 
 // into adds r's resources to m, by type URL.
@@ -163,43 +264,110 @@ func (r resources) into(m map[string]map[string]types.Resource, name string) {
 
 // push rebuilds the touched names in every group and hands each cache the
 // resources that changed. The caller holds sp.mu.
-func (sp *space) pushLocked(touched map[string]struct{}) (err error) {
-	for _, g := range sp.groups {
-		upd := map[string]map[string]types.Resource{}
-		for _, t := range served {
-			upd[t] = map[string]types.Resource{}
+func (sp *space) pushLocked(touched map[string]struct{}, at time.Time) (err error) {
+	for name := range touched {
+		if sp.idx.known(name) {
+			delete(sp.vanished, name)
+			delete(sp.due, name)
+		} else {
+			sp.vanished[name] = struct{}{}
 		}
-		var del []string
-		for name := range touched {
-			r := build(name, sp.idx.views(name), g.opts)
-			r.into(upd, name)
-			if r.cluster == nil && g.present[name] {
-				del = append(del, name)
-				delete(g.present, name)
-			} else if r.cluster != nil {
-				g.present[name] = true
-			}
+	}
+	views := make(map[string][]registry.LeaseView, len(touched))
+	for name := range touched {
+		views[name] = sp.idx.views(name)
+	}
+	version := sp.versionLocked()
+	for _, ks := range sp.kinds {
+		err = errors.Join(err, sp.pushKindLocked(ks, views, version, at))
+	}
+	return err
+}
+
+// pushKindLocked rebuilds the touched names (views) for one kind: its
+// shared caches once, then each zone's assignments, reusing the zone-less
+// one where the zone does not change it.
+func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseView, version string, at time.Time) (err error) {
+	base := sp.optsLocked(ks.zones[""].opts)
+	upd := map[string]map[string]types.Resource{}
+	for _, t := range served {
+		upd[t] = map[string]types.Resource{}
+	}
+	var del []string
+	for name, vs := range views {
+		r := build(name, vs, base)
+		r.into(upd, name)
+		if r.cluster == nil && ks.present[name] {
+			del = append(del, name)
+			delete(ks.present, name)
+		} else if r.cluster != nil {
+			ks.present[name] = true
 		}
-		for _, t := range served {
-			// An assignment is never deleted: an empty one replaces it (see build).
-			var d []string
-			if t == resource.ClusterType || g.key.kind == GRPC && t != resource.EndpointType {
-				d = del
-			}
-			for name, r := range upd[t] {
-				if old, ok := g.last[t][name]; ok && proto.Equal(old, r) {
-					delete(upd[t], name)
-				} else {
-					g.last[t][name] = r
+	}
+	for _, t := range served {
+		// An assignment is not deleted here: an empty one replaces it
+		// (see build), and a tick deletes it later (tickLocked).
+		var d []string
+		if t == resource.ClusterType || ks.kind == GRPC && t != resource.EndpointType {
+			d = del
+		}
+		for name, r := range upd[t] {
+			if old, ok := ks.last[t][name]; ok && proto.Equal(old, r) {
+				delete(upd[t], name)
+				if t == resource.EndpointType {
+					upd[t][name] = old // unchanged: the zones compare with the message they hold
 				}
+			} else {
+				ks.last[t][name] = r
 			}
-			for _, name := range d {
-				delete(g.last[t], name)
-			}
-			if len(upd[t]) == 0 && len(d) == 0 {
+		}
+		for _, name := range d {
+			delete(ks.last[t], name)
+		}
+		if t == resource.EndpointType || len(upd[t]) == 0 && len(d) == 0 {
+			continue
+		}
+		err = errors.Join(err, ks.caches[t].update(upd[t], d, version, at))
+	}
+	for zone, g := range ks.zones {
+		eds := map[string]types.Resource{}
+		for name := range views {
+			r := types.Resource(rezone(upd[resource.EndpointType][name].(*endpoint.ClusterLoadAssignment), zone))
+			if old, ok := g.last[resource.EndpointType][name]; ok && (old == r || proto.Equal(old, r)) {
 				continue
 			}
-			err = errors.Join(err, g.cache(t).UpdateResources(upd[t], d))
+			g.last[resource.EndpointType][name] = r
+			eds[name] = r
+		}
+		if len(eds) > 0 {
+			err = errors.Join(err, g.cache(resource.EndpointType).update(eds, nil, version, at))
+		}
+	}
+	return err
+}
+
+// tickLocked deletes the assignments of the names that vanished before
+// the previous tick and are still gone. The caller holds sp.mu.
+func (sp *space) tickLocked(at time.Time) (err error) {
+	var del []string
+	for name := range sp.due {
+		if !sp.idx.known(name) {
+			del = append(del, name)
+		}
+	}
+	sp.due, sp.vanished = sp.vanished, map[string]struct{}{}
+	if len(del) == 0 {
+		return nil
+	}
+	for _, ks := range sp.kinds {
+		for _, name := range del {
+			delete(ks.last[resource.EndpointType], name)
+		}
+		for _, g := range ks.zones {
+			for _, name := range del {
+				delete(g.last[resource.EndpointType], name)
+			}
+			err = errors.Join(err, g.cache(resource.EndpointType).update(nil, del, sp.versionLocked(), at))
 		}
 	}
 	return err
@@ -216,7 +384,7 @@ type router struct{ s *Server }
 
 var _ cachev3.Cache = router{}
 
-func (rt router) cacheOf(n *core.Node, typeURL string) (*cachev3.LinearCache, error) {
+func (rt router) cacheOf(n *core.Node, typeURL string) (*typed, error) {
 	g, err := rt.s.group(n)
 	if err != nil {
 		return nil, err
@@ -233,6 +401,9 @@ func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch 
 	if err != nil {
 		return nil, err
 	}
+	// The request is the stream's own (go-control-plane hands it on to
+	// the response callback, which reads only its node).
+	req.VersionInfo = c.cacheVersion(req.GetVersionInfo())
 	return c.CreateWatch(req, sub, ch)
 }
 

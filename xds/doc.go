@@ -43,8 +43,25 @@
 //     gets one locality per zone with weighted endpoints. Priorities run
 //     0, 1 without gaps (grpc-go rejects a gap): the node's zone is 0 and
 //     the others 1 only when the node's zone has endpoints.
+//   - version_info is the registry revision of the change that produced
+//     the response (version.go), so that what a client ACKed compares with
+//     the registry; Clients and Resolve (status.go) tell operators who is
+//     connected, what each ACKed or NACKed, and what a name resolves to.
+//   - The REST-JSON form (rest.go, Handler) is served on the main port,
+//     behind its edge (authentication, metrics); its clusters poll their
+//     endpoints over REST on the cluster the node names
+//     (goreka.rest-cluster), as Envoy cannot be told "the same server".
+//   - The gRPC port takes the main port's certificate source (a
+//     GetCertificate hook, so that a rotating source rotates it too) and
+//     its users: Basic credentials in the call's authorization metadata,
+//     checked by a unary and a stream interceptor (security.go).
 //   - An application whose last instance goes loses its cluster (and
-//     listener), but keeps an empty ClusterLoadAssignment: state-of-the-world
-//     EDS cannot say "deleted", and an Envoy that declared the cluster itself
-//     must learn that it has no endpoints rather than keep the old ones.
+//     listener) at once, and its ClusterLoadAssignment is replaced by an
+//     empty one: state-of-the-world EDS cannot say "deleted", and an Envoy
+//     that declared the cluster itself must learn that it has no endpoints
+//     rather than keep the old ones. Two feeder ticks later (5 s each) the
+//     empty assignment is deleted, so that names gone for good are not
+//     kept forever.
+//   - Every metadata entry reaches every client of the namespace
+//     (filter_metadata["envoy.lb"]); Start logs that once.
 package xds

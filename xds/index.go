@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -20,10 +21,45 @@ type index struct {
 	rev    int64
 	insts  map[instKey]registry.LeaseView
 	byName map[string]map[instKey]struct{}
+	// expired is the leases the last sweep found past their expiry
+	// (renewals are no events: only a sweep of the registry sees them stop).
+	expired map[instKey]struct{}
+	// remote is the remote regions' instances by name, and remoteOf the
+	// region of each (kept across resets: the regions are not the
+	// registry's).
+	remote   map[string][]registry.LeaseView
+	remoteOf map[*registry.Instance]string
 }
 
 func newIndex() *index {
-	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}}
+	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}, expired: map[instKey]struct{}{}}
+}
+
+// setExpired replaces the expired set with keys and adds the names of the
+// instances whose membership changed to touched.
+func (x *index) setExpired(keys []registry.InstanceKey, touched map[string]struct{}) {
+	next := make(map[instKey]struct{}, len(keys))
+	for _, k := range keys {
+		next[instKey{k.App, k.ID}] = struct{}{}
+	}
+	mark := func(k instKey) {
+		if v, ok := x.insts[k]; ok {
+			for _, n := range namesOf(v.Instance) {
+				touched[n] = struct{}{}
+			}
+		}
+	}
+	for k := range next {
+		if _, ok := x.expired[k]; !ok {
+			mark(k)
+		}
+	}
+	for k := range x.expired {
+		if _, ok := next[k]; !ok {
+			mark(k)
+		}
+	}
+	x.expired = next
 }
 
 // namesOf returns the names in is reachable under, without duplicates.
@@ -48,6 +84,9 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 		return // nothing a read returns changed: nothing to resend
 	}
 	k := instKey{strings.ToUpper(e.App), e.ID}
+	if e.Kind.Removal() || e.Kind == registry.EventRegister {
+		delete(x.expired, k) // gone, or renewed by its registration
+	}
 	if e.Kind.Removal() {
 		x.put(k, nil, touched)
 		return
@@ -93,7 +132,9 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	for n := range x.byName {
 		touched[n] = struct{}{}
 	}
+	expired, remote, remoteOf := x.expired, x.remote, x.remoteOf // kept until the next sweep, the next region change
 	*x = *newIndex()
+	x.expired, x.remote, x.remoteOf = expired, remote, remoteOf
 	x.rev = view.Revision
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
@@ -104,12 +145,67 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	}
 }
 
-// views returns the instances reachable under name.
+// views returns the instances reachable under name, the remote regions'
+// included.
 func (x *index) views(name string) []registry.LeaseView {
 	s := x.byName[name]
-	out := make([]registry.LeaseView, 0, len(s))
+	r := x.remote[name]
+	out := make([]registry.LeaseView, 0, len(s)+len(r))
 	for k := range s {
 		out = append(out, x.insts[k])
 	}
-	return out
+	return append(out, r...)
+}
+
+// names yields every name with local or remote instances.
+func (x *index) names() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for n := range x.byName {
+			if !yield(n) {
+				return
+			}
+		}
+		for n := range x.remote {
+			if _, local := x.byName[n]; !local && !yield(n) {
+				return
+			}
+		}
+	}
+}
+
+// known tells whether name has local or remote instances.
+func (x *index) known(name string) bool {
+	_, ok := x.byName[name]
+	return ok || len(x.remote[name]) > 0
+}
+
+// setRemote replaces the remote regions' instances (region -> views) and
+// adds the names whose remote instances changed to touched.
+func (x *index) setRemote(byRegion map[string][]registry.LeaseView, touched map[string]struct{}) {
+	next := map[string][]registry.LeaseView{}
+	of := map[*registry.Instance]string{}
+	for region, vs := range byRegion {
+		for _, v := range vs {
+			of[v.Instance] = region
+			for _, n := range namesOf(v.Instance) {
+				next[n] = append(next[n], v)
+			}
+		}
+	}
+	same := func(a, b []registry.LeaseView) bool {
+		return slices.EqualFunc(a, b, func(v, w registry.LeaseView) bool {
+			return v.Instance == w.Instance && of[v.Instance] == x.remoteOf[w.Instance]
+		})
+	}
+	for n, vs := range next {
+		if !same(vs, x.remote[n]) {
+			touched[n] = struct{}{}
+		}
+	}
+	for n := range x.remote {
+		if _, ok := next[n]; !ok {
+			touched[n] = struct{}{}
+		}
+	}
+	x.remote, x.remoteOf = next, of
 }

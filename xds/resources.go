@@ -71,10 +71,25 @@ type buildOptions struct {
 	// zone is the node's own zone when zone priority applies ("" = none:
 	// every locality has priority 0).
 	zone string
-	// heldAsUnhealthy keeps a lease that goreka serves as DOWN only because
-	// self-preservation holds it UNHEALTHY; false serves it as the UP the
-	// instance last claimed.
+	// heldAsUnhealthy serves a lease whose heartbeats stopped (expired, not
+	// evicted: held by self-preservation) or that the health evidence calls
+	// dead as UNHEALTHY; false serves each by the status goreka serves to
+	// Eureka clients.
 	heldAsUnhealthy bool
+	// expired tells the leases past their expiry (the namespace's last
+	// sweep); nil: none.
+	expired map[instKey]struct{}
+	// remote tells the instances of remote regions, by their region.
+	remote map[*registry.Instance]string
+}
+
+// isExpired tells whether o's sweep found v's lease expired.
+func (o buildOptions) isExpired(v registry.LeaseView) bool {
+	if len(o.expired) == 0 {
+		return false
+	}
+	_, ok := o.expired[instKey{strings.ToUpper(v.Instance.App), v.Instance.ID()}]
+	return ok
 }
 
 // resources is what one name resolves to for one group.
@@ -183,23 +198,23 @@ func routeConfig(name string) *route.RouteConfiguration {
 // a locality's weight is the sum of its endpoints' weights, never 0.
 func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoint.ClusterLoadAssignment {
 	type loc struct {
-		zone, sub string
-		weight    uint32
-		eps       []*endpoint.LbEndpoint
+		region, zone, sub string
+		weight            uint32
+		eps               []*endpoint.LbEndpoint
 	}
-	locs := map[[2]string]*loc{}
+	locs := map[[3]string]*loc{}
 	for _, v := range dedupe(views, o) {
 		in := v.Instance
 		port := servingPort(in, o.kind)
 		w := weight(in)
 		zone := zoneOf(in)
-		k := [2]string{zone, ""}
+		k := [3]string{o.remote[in], zone, ""}
 		if o.kind == GRPC {
-			k[1] = in.ID()
+			k[2] = in.ID()
 		}
 		l := locs[k]
 		if l == nil {
-			l = &loc{zone: zone, sub: k[1]}
+			l = &loc{region: k[0], zone: zone, sub: k[2]}
 			locs[k] = l
 		}
 		l.weight += w
@@ -211,44 +226,97 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 				}}},
 				Hostname: in.HostName,
 			}},
-			HealthStatus:        health(v, o.heldAsUnhealthy),
+			HealthStatus:        o.health(v),
 			LoadBalancingWeight: wrapperspb.UInt32(w),
 			Metadata:            lbMetadata(in.Metadata),
 		})
 	}
-	// grpc-go rejects priorities that do not run 0, 1, ... without a gap:
-	// the own zone is priority 0 only when it has a locality.
-	own := false
-	for k := range locs {
-		if o.zone != "" && k[0] == o.zone {
-			own = true
+	// Priorities: the node's own zone 0, the other local zones 1, remote
+	// regions 2 (without zone priority: local 0, remote regions 2); then
+	// the levels present are renumbered, because grpc-go rejects
+	// priorities that do not run 0, 1, ... without a gap.
+	level := func(l *loc) uint32 {
+		switch {
+		case l.region != "":
+			return 2
+		case o.zone != "" && l.zone != o.zone:
+			return 1
+		}
+		return 0
+	}
+	var present [3]bool
+	for _, l := range locs {
+		present[level(l)] = true
+	}
+	var rank [3]uint32
+	for i, n := 0, uint32(0); i < len(present); i++ {
+		rank[i] = n
+		if present[i] {
+			n++
 		}
 	}
-	keys := slices.SortedFunc(func(yield func([2]string) bool) {
+	keys := slices.SortedFunc(func(yield func([3]string) bool) {
 		for k := range locs {
 			if !yield(k) {
 				return
 			}
 		}
-	}, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	}, func(a, b [3]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
+	})
 	cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
 	for _, k := range keys {
 		l := locs[k]
-		prio := uint32(0)
-		if own && l.zone != o.zone {
-			prio = 1
-		}
+		prio := rank[level(l)]
 		slices.SortFunc(l.eps, func(a, b *endpoint.LbEndpoint) int {
 			return cmp.Compare(socketKey(a), socketKey(b))
 		})
 		cla.Endpoints = append(cla.Endpoints, &endpoint.LocalityLbEndpoints{
-			Locality:            &core.Locality{Zone: l.zone, SubZone: l.sub},
+			Locality:            &core.Locality{Region: l.region, Zone: l.zone, SubZone: l.sub},
 			LbEndpoints:         l.eps,
 			LoadBalancingWeight: wrapperspb.UInt32(max(l.weight, 1)),
 			Priority:            prio,
 		})
 	}
 	return cla
+}
+
+// rezone is base (a zone-less assignment) as a node in zone gets it: the
+// same localities and endpoints (shared, not copied), with the priorities
+// zone priority gives them (assignment's levels, renumbered without gaps).
+// base itself when no local locality is in zone: then nothing changes.
+func rezone(base *endpoint.ClusterLoadAssignment, zone string) *endpoint.ClusterLoadAssignment {
+	level := func(l *endpoint.LocalityLbEndpoints) uint32 {
+		switch {
+		case l.GetLocality().GetRegion() != "":
+			return 2
+		case l.GetLocality().GetZone() != zone:
+			return 1
+		}
+		return 0
+	}
+	var present [3]bool
+	for _, l := range base.GetEndpoints() {
+		present[level(l)] = true
+	}
+	if zone == "" || !present[0] {
+		return base
+	}
+	var rank [3]uint32
+	for i, n := 0, uint32(0); i < len(present); i++ {
+		rank[i] = n
+		if present[i] {
+			n++
+		}
+	}
+	out := &endpoint.ClusterLoadAssignment{ClusterName: base.GetClusterName(), Endpoints: make([]*endpoint.LocalityLbEndpoints, len(base.GetEndpoints()))}
+	for i, l := range base.GetEndpoints() {
+		out.Endpoints[i] = &endpoint.LocalityLbEndpoints{
+			Locality: l.GetLocality(), LbEndpoints: l.GetLbEndpoints(), LoadBalancingWeight: l.GetLoadBalancingWeight(),
+			Priority: rank[level(l)],
+		}
+	}
+	return out
 }
 
 // dedupe keeps one view per socket address (ip:port), dropping those
@@ -284,7 +352,10 @@ func dedupe(views []registry.LeaseView, o buildOptions) []registry.LeaseView {
 
 // better tells whether v should be served rather than w at one address.
 func better(v, w registry.LeaseView, o buildOptions) bool {
-	if hv, hw := healthRank(health(v, o.heldAsUnhealthy)), healthRank(health(w, o.heldAsUnhealthy)); hv != hw {
+	if rv, rw := o.remote[v.Instance] != "", o.remote[w.Instance] != ""; rv != rw {
+		return rw // a local instance before a remote region's copy
+	}
+	if hv, hw := healthRank(o.health(v)), healthRank(o.health(w)); hv != hw {
 		return hv < hw
 	}
 	if v.Revision != w.Revision {
@@ -360,25 +431,37 @@ func zoneOf(in *registry.Instance) string {
 	return ""
 }
 
-// health maps an instance's served status to an xDS health status.
-// A lease that goreka serves as DOWN only because self-preservation holds it
-// (DownByHeld, goreka.eviction.report-held-as-down) counts as its own UP
-// unless heldAsUnhealthy.
-func health(v registry.LeaseView, heldAsUnhealthy bool) core.HealthStatus {
+// health is v's xDS health status under o.
+func (o buildOptions) health(v registry.LeaseView) core.HealthStatus {
+	return health(v, o.heldAsUnhealthy, o.isExpired(v))
+}
+
+// health maps an instance's served status (the one goreka serves to
+// Eureka clients) to an xDS health status. With heldAsUnhealthy, a lease
+// whose heartbeats stopped (expired: held by self-preservation, or not
+// evicted yet) or that goreka's own evidence holds DOWN (DownBy: the
+// prober's verdict, a held lease under goreka.eviction.report-held-as-down)
+// is UNHEALTHY whatever it would otherwise be, but for DRAINING and an
+// operator's UP override (which MarkDown never replaces). Without it the
+// served status alone decides: what a Eureka client sees.
+func health(v registry.LeaseView, heldAsUnhealthy, expired bool) core.HealthStatus {
 	s := v.Instance.Status
-	if s == registry.StatusDown && v.DownBy == registry.DownByHeld && !heldAsUnhealthy {
-		s = registry.StatusUp
-	}
+	h := core.HealthStatus_UNKNOWN
 	switch s {
 	case registry.StatusUp:
-		return core.HealthStatus_HEALTHY
+		h = core.HealthStatus_HEALTHY
 	case registry.StatusDown, registry.StatusStarting:
-		return core.HealthStatus_UNHEALTHY
+		h = core.HealthStatus_UNHEALTHY
 	case registry.StatusOutOfService:
-		return core.HealthStatus_DRAINING
-	default:
-		return core.HealthStatus_UNKNOWN
+		h = core.HealthStatus_DRAINING
 	}
+	if !heldAsUnhealthy || h == core.HealthStatus_UNHEALTHY || h == core.HealthStatus_DRAINING {
+		return h
+	}
+	if expired || v.DownBy != 0 && s != registry.StatusUp {
+		return core.HealthStatus_UNHEALTHY
+	}
+	return h
 }
 
 // lbMetadata puts every metadata entry under filter_metadata["envoy.lb"],

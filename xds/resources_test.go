@@ -53,26 +53,40 @@ func flatten(cla *endpoint.ClusterLoadAssignment) map[string]flat {
 
 func TestHealthFromStatus(t *testing.T) {
 	for _, tc := range []struct {
-		status registry.Status
-		down   registry.DownCause
-		held   bool
-		want   core.HealthStatus
+		status  registry.Status
+		down    registry.DownCause
+		expired bool
+		held    bool
+		want    core.HealthStatus
 	}{
-		{registry.StatusUp, 0, true, core.HealthStatus_HEALTHY},
-		{registry.StatusDown, 0, true, core.HealthStatus_UNHEALTHY},
-		{registry.StatusStarting, 0, true, core.HealthStatus_UNHEALTHY},
-		{registry.StatusOutOfService, 0, true, core.HealthStatus_DRAINING},
-		{registry.StatusUnknown, 0, true, core.HealthStatus_UNKNOWN},
-		{registry.StatusDown, registry.DownByHeld, true, core.HealthStatus_UNHEALTHY},
-		{registry.StatusDown, registry.DownByHeld, false, core.HealthStatus_HEALTHY},
-		{registry.StatusDown, registry.DownByProbe, false, core.HealthStatus_UNHEALTHY},
-		{registry.StatusDown, registry.DownByProbe | registry.DownByHeld, false, core.HealthStatus_UNHEALTHY},
+		{registry.StatusUp, 0, false, true, core.HealthStatus_HEALTHY},
+		{registry.StatusDown, 0, false, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusStarting, 0, false, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusOutOfService, 0, false, true, core.HealthStatus_DRAINING},
+		{registry.StatusUnknown, 0, false, true, core.HealthStatus_UNKNOWN},
+		// Held by self-preservation: expired, served UP to Eureka clients
+		// (report-held-as-down off), or DOWN (on).
+		{registry.StatusUp, 0, true, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusUp, 0, true, false, core.HealthStatus_HEALTHY},
+		{registry.StatusUnknown, 0, true, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusOutOfService, 0, true, true, core.HealthStatus_DRAINING},
+		{registry.StatusDown, registry.DownByHeld, true, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusDown, registry.DownByHeld, true, false, core.HealthStatus_UNHEALTHY},
+		// The held bit on an instance that is DOWN by its own claim (or an
+		// override's): DOWN either way, never the UP it does not claim.
+		{registry.StatusDown, registry.DownByHeld, false, false, core.HealthStatus_UNHEALTHY},
+		// The prober's verdict.
+		{registry.StatusDown, registry.DownByProbe, false, false, core.HealthStatus_UNHEALTHY},
+		{registry.StatusUnknown, registry.DownByProbe, false, true, core.HealthStatus_UNHEALTHY},
+		{registry.StatusUnknown, registry.DownByProbe, false, false, core.HealthStatus_UNKNOWN},
+		// An operator's UP override stands against the prober, as in Eureka.
+		{registry.StatusUp, registry.DownByProbe, false, true, core.HealthStatus_HEALTHY},
 	} {
 		in := inst("A", "a1", "10.0.0.1")
 		in.Status = tc.status
-		got := health(registry.LeaseView{Instance: in, DownBy: tc.down}, tc.held)
+		got := health(registry.LeaseView{Instance: in, DownBy: tc.down}, tc.held, tc.expired)
 		if got != tc.want {
-			t.Errorf("%s down=%d held-as-unhealthy=%v: %v, want %v", tc.status, tc.down, tc.held, got, tc.want)
+			t.Errorf("%s down=%d expired=%v held-as-unhealthy=%v: %v, want %v", tc.status, tc.down, tc.expired, tc.held, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -34,15 +36,30 @@ type Config struct {
 	// ZonePriority gives a node that declares a locality zone its own
 	// zone's endpoints at priority 0 and the other zones' at 1.
 	ZonePriority bool
-	// HeldAsUnhealthy serves a lease held by self-preservation (goreka
-	// serves it DOWN, goreka.eviction.report-held-as-down) as UNHEALTHY;
-	// false serves it as the UP the instance last claimed.
+	// HeldAsUnhealthy serves a lease whose heartbeats stopped (expired,
+	// not evicted: held by self-preservation) or that goreka's health
+	// evidence calls dead as UNHEALTHY; false serves every instance by the
+	// status goreka serves to Eureka clients.
 	HeldAsUnhealthy bool
+	// ExpiryCheck is how often each namespace's leases are checked for
+	// expiry (renewals are no change events), with HeldAsUnhealthy. 0 = 5 s.
+	ExpiryCheck time.Duration
 	// Buffer is each namespace's change-stream buffer (events); a feeder
 	// that falls further behind resynchronises from a view. 0 = 4096.
 	Buffer int
 	// Logger receives NACKs, client connections and resynchronisations.
 	Logger *slog.Logger
+	// Now is the clock (ClientInfo.Since, NACK.At); nil means time.Now.
+	Now func() time.Time
+	// GetCertificate, when set, makes the gRPC port serve TLS with the
+	// certificates it returns (the main port's source, called at every
+	// handshake, so that a rotating source rotates here too).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Credentials, when not empty, are the users (name -> password) a
+	// call must name in its authorization metadata (Basic), else it is
+	// refused with UNAUTHENTICATED and a log line (at most one per 10 s).
+	// The REST form is behind the main port's own authentication.
+	Credentials map[string]string
 }
 
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
@@ -69,10 +86,15 @@ type Server struct {
 	synced func(ns string, rev int64)
 	// resyncs counts resynchronisations after a *registry.LaggedError.
 	resyncs atomic.Int64
+	// vers turns the caches' versions into revisions.
+	vers versions
+	// refusals rate-limits the log lines of refused calls.
+	refusals rateLog
 
 	clients *prometheus.GaugeVec
 	pushes  *prometheus.CounterVec
 	nacks   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
 }
 
 // New returns a server with no namespace attached; it serves once Start
@@ -84,6 +106,12 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ExpiryCheck <= 0 {
+		cfg.ExpiryCheck = 5 * time.Second
+	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger,
 		spaces:  map[string]*space{},
@@ -92,6 +120,11 @@ func New(cfg Config) *Server {
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
 		nacks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_nacks_total", Help: "xDS responses a client rejected, by resource type."}, []string{"type"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "goreka_xds_push_latency_seconds",
+			Help:    "Time from a registry change to the xDS response carrying it being written to a subscribed stream, by resource type.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"type"}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.xds = serverv3.NewServer(s.ctx, router{s}, s.callbacks())
@@ -116,7 +149,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, idx: newIndex(), groups: map[groupKey]*group{}}
+	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}, kinds: map[Kind]*kindSet{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
@@ -124,6 +157,46 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 	// began.
 	sub := reg.Subscribe(s.cfg.Buffer)
 	s.wg.Go(func() { s.feed(sp, reg, sub) })
+}
+
+// AttachRegions serves the instances of set's remote regions (their
+// whitelists applied, as Eureka's merged reads do) beside namespace ns's
+// own, in localities of their region, at priority 2 (after the node's
+// zone, 0, and the other local zones, 1; renumbered without gaps). It
+// returns the function to call after a region's copy changed (from
+// region.Config.OnChange): it reads the regions' copies again and
+// resends the names whose remote instances changed. On a nil Server, an
+// empty set or an unattached namespace it attaches nothing.
+func (s *Server) AttachRegions(ns string, set *region.Set) (changed func()) {
+	if s == nil || set.Len() == 0 {
+		return func() {}
+	}
+	sp := s.spaceOf(ns)
+	if sp == nil {
+		return func() {}
+	}
+	refresh := func() {
+		by := map[string][]registry.LeaseView{}
+		for _, name := range set.Names() {
+			for _, vs := range set.Overlay([]string{name}).ByApp {
+				by[name] = append(by[name], vs...)
+			}
+		}
+		touched := map[string]struct{}{}
+		sp.mu.Lock()
+		sp.idx.setRemote(by, touched)
+		if len(touched) > 0 {
+			sp.swept() // a change that is not the registry's: REV.N
+		}
+		s.pushLocked(sp, touched, s.now())
+		rev := sp.idx.rev
+		sp.mu.Unlock()
+		if len(touched) > 0 {
+			s.notify(sp, rev)
+		}
+	}
+	refresh()
+	return refresh
 }
 
 // group returns the group of node n. A node of a namespace that is not
@@ -151,11 +224,11 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 		view := reg.Applications()
 		sp.mu.Lock()
 		sp.idx.reset(view, touched)
-		s.pushLocked(sp, touched)
+		s.pushLocked(sp, touched, s.now())
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
-		if !s.follow(sp, sub) {
+		if !s.follow(sp, reg, sub) {
 			sub.Close()
 			return
 		}
@@ -167,19 +240,25 @@ func (s *Server) feed(sp *space, reg *registry.Registry, sub *registry.Subscript
 
 // follow applies sub's events until the server closes (false) or the
 // subscription ends (true: resynchronise).
-func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
+func (s *Server) follow(sp *space, reg *registry.Registry, sub *registry.Subscription) bool {
 	const batch = 1024
+	tick := time.NewTicker(s.cfg.ExpiryCheck)
+	defer tick.Stop()
 	for {
 		var e registry.Event
 		var ok bool
 		select {
 		case <-s.ctx.Done():
 			return false
+		case <-tick.C:
+			s.tick(sp, reg)
+			continue
 		case e, ok = <-sub.Events():
 		}
 		if !ok {
 			return sub.Err() != nil
 		}
+		at := s.now() // the change is delivered as it is made: its time, near enough
 		touched := map[string]struct{}{}
 		sp.mu.Lock()
 		sp.idx.apply(e, touched)
@@ -195,7 +274,7 @@ func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
 				break drain
 			}
 		}
-		s.pushLocked(sp, touched)
+		s.pushLocked(sp, touched, at)
 		rev := sp.idx.rev
 		sp.mu.Unlock()
 		s.notify(sp, rev)
@@ -205,17 +284,50 @@ func (s *Server) follow(sp *space, sub *registry.Subscription) bool {
 	}
 }
 
+// tick is the feeder's periodic work: the expiry sweep (with
+// HeldAsUnhealthy) and the deletion of vanished names' assignments.
+func (s *Server) tick(sp *space, reg *registry.Registry) {
+	if s.cfg.HeldAsUnhealthy {
+		s.sweep(sp, reg)
+	}
+	sp.mu.Lock()
+	if err := sp.tickLocked(s.now()); err != nil {
+		s.log.Error("xds update", "namespace", sp.name, "revision", sp.idx.rev, "err", err)
+	}
+	sp.mu.Unlock()
+}
+
+// sweep finds the leases of reg past their expiry at s.now() (expired,
+// not evicted: held by self-preservation, or awaiting the eviction task)
+// and resends the names whose instances entered or left that set.
+func (s *Server) sweep(sp *space, reg *registry.Registry) {
+	now := s.now()
+	keys := reg.Expired(now, 0)
+	touched := map[string]struct{}{}
+	sp.mu.Lock()
+	sp.idx.setExpired(keys, touched)
+	if len(touched) > 0 {
+		sp.swept()
+	}
+	s.pushLocked(sp, touched, now)
+	rev := sp.idx.rev
+	sp.mu.Unlock()
+	if len(touched) > 0 {
+		s.notify(sp, rev)
+	}
+}
+
 func (s *Server) notify(sp *space, rev int64) {
 	if s.synced != nil {
 		s.synced(sp.name, rev)
 	}
 }
 
-func (s *Server) pushLocked(sp *space, touched map[string]struct{}) {
+func (s *Server) pushLocked(sp *space, touched map[string]struct{}, at time.Time) {
 	if len(touched) == 0 {
 		return
 	}
-	if err := sp.pushLocked(touched); err != nil {
+	if err := sp.pushLocked(touched, at); err != nil {
 		s.log.Error("xds update", "namespace", sp.name, "revision", sp.idx.rev, "err", err)
 	}
 }
@@ -240,7 +352,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("xds: %w", err)
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(s.serverOptions(),
 		// xDS streams live long and are quiet between changes: let clients
 		// keep them alive (Envoy and grpc-go ping no more than every 10 s
 		// unless configured otherwise).
@@ -251,7 +363,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		// goreka_xds_clients do not outlive it.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.MaxConcurrentStreams(1000),
-	)
+	)...)
 	s.Register(s.grpc)
 	s.addr = lis.Addr()
 	s.wg.Go(func() {
@@ -266,7 +378,8 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		case <-s.ctx.Done():
 		}
 	}()
-	s.log.Info("xds server listening", "address", s.addr.String())
+	s.log.Warn("xds: every instance metadata key and value is sent to xDS clients, in filter_metadata[\"envoy.lb\"] of each endpoint (for Envoy's subset load balancer): keep secrets out of eureka.instance.metadata-map")
+	s.log.Info("xds server listening", "address", s.addr.String(), "tls", s.cfg.GetCertificate != nil, "auth", len(s.cfg.Credentials) > 0)
 	return nil
 }
 
@@ -294,13 +407,14 @@ func (s *Server) Close() {
 }
 
 // Collector returns the server's metrics: goreka_xds_clients{kind,namespace},
-// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type}. A nil
+// goreka_xds_pushes_total{type}, goreka_xds_nacks_total{type},
+// goreka_xds_push_latency_seconds{type}. A nil
 // Server's collects nothing.
 func (s *Server) Collector() prometheus.Collector {
 	if s == nil {
 		return collectors{}
 	}
-	return collectors{s.clients, s.pushes, s.nacks}
+	return collectors{s.clients, s.pushes, s.nacks, s.latency}
 }
 
 type collectors []prometheus.Collector
@@ -345,7 +459,16 @@ type streamInfo struct {
 	node    *core.Node
 	key     groupKey
 	counted bool
+	since   time.Time
+	acked   map[string]string // last ACKed version by type URL
+	nack    *NACK             // the last NACK
+	sent    map[string][]sent // the last responses by type URL
+	// lastSent is when the last response of each type was sent: a
+	// response whose change came later is a push, and its latency counts.
+	lastSent map[string]time.Time
 }
+
+func (s *Server) now() time.Time { return s.cfg.Now() }
 
 // seen records a stream's node the first time it is known and returns the
 // node (the one recorded when a later request omits it). A stream counts
@@ -360,7 +483,7 @@ func (s *Server) seen(sk streamKey, n *core.Node) *core.Node {
 			s.mu.Unlock()
 			return nil
 		}
-		si = &streamInfo{node: n, key: keyOf(n, s.cfg.ZonePriority)}
+		si = &streamInfo{node: n, key: keyOf(n, s.cfg.ZonePriority), since: s.now()}
 		s.streams[sk] = si
 		if s.spaces[si.key.ns] != nil {
 			si.counted = true
@@ -405,24 +528,38 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		StreamClosedFunc:      func(id int64, _ *core.Node) { s.closed(streamKey{id: id}) },
 		DeltaStreamClosedFunc: func(id int64, _ *core.Node) { s.closed(streamKey{delta: true, id: id}) },
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
-			n := s.seen(streamKey{id: id}, req.GetNode())
+			sk := streamKey{id: id}
+			n := s.seen(sk, req.GetNode())
+			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), status.FromProto(d))
+				st = status.FromProto(d)
+				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			}
+			s.requested(sk, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			return nil
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
-			n := s.seen(streamKey{delta: true, id: id}, req.GetNode())
+			sk := streamKey{delta: true, id: id}
+			n := s.seen(sk, req.GetNode())
+			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
-				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), status.FromProto(d))
+				st = status.FromProto(d)
+				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			}
+			s.requested(sk, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			return nil
 		},
-		StreamResponseFunc: func(_ context.Context, _ int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			var at time.Time
+			resp.VersionInfo, at = s.vers.revision(resp.GetVersionInfo()) // this stream's own response
+			s.responded(streamKey{id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetVersionInfo(), at)
 		},
-		StreamDeltaResponseFunc: func(_ int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+		StreamDeltaResponseFunc: func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 			s.pushes.WithLabelValues(typeName(resp.GetTypeUrl())).Inc()
+			var at time.Time
+			resp.SystemVersionInfo, at = s.vers.revision(resp.GetSystemVersionInfo())
+			s.responded(streamKey{delta: true, id: id}, resp.GetTypeUrl(), resp.GetNonce(), resp.GetSystemVersionInfo(), at)
 		},
 	}
 }

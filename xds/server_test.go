@@ -34,9 +34,10 @@ const wait = 20 * time.Second
 // fixture is a registry attached to an xDS server, with a way to wait until
 // the server's resources are at a revision.
 type fixture struct {
-	t   *testing.T
-	reg *registry.Registry
-	s   *Server
+	t     *testing.T
+	clock *clocktest.Clock // the registry's, and the server's unless the test sets Now
+	reg   *registry.Registry
+	s     *Server
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -46,8 +47,11 @@ type fixture struct {
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
 	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := &fixture{t: t, reg: registry.New(registry.Options{Now: clock.Now}), revs: map[string]int64{}}
+	f := &fixture{t: t, clock: clock, reg: registry.New(registry.Options{Now: clock.Now}), revs: map[string]int64{}}
 	f.cond = sync.NewCond(&f.mu)
+	if cfg.Now == nil {
+		cfg.Now = clock.Now
+	}
 	f.s = New(cfg)
 	f.s.synced = func(ns string, rev int64) {
 		f.mu.Lock()

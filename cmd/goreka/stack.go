@@ -16,6 +16,7 @@ import (
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/api"
+	"github.com/goreka/goreka/server/api/xdsview"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
 )
@@ -32,15 +33,17 @@ type stack struct {
 	reg     *registry.Registry
 	cache   *cache.Cache
 	regions document.Regions // eureka.server.remote-region-*: the default namespace's only
-	evictor *eviction.Evictor
-	health  *health.Monitor
-	repl    *replication.Replicator
-	relay   *relay.Relay   // goreka.relay.*, the default namespace's only; nil: not a relay
-	srv     *server.Server // the namespace's HTTP handler
-	api     *api.API       // the read API for tools, fed from onEvent
-	ops     *server.Ops    // readiness and shutdown state of srv
-	metrics *metrics.Metrics
-	snap    *snapshot.Store // nil unless goreka.snapshot.path is set
+	// xdsRegions resends the remote regions' instances over xDS (set with regions).
+	xdsRegions func()
+	evictor    *eviction.Evictor
+	health     *health.Monitor
+	repl       *replication.Replicator
+	relay      *relay.Relay   // goreka.relay.*, the default namespace's only; nil: not a relay
+	srv        *server.Server // the namespace's HTTP handler
+	api        *api.API       // the read API for tools, fed from onEvent
+	ops        *server.Ops    // readiness and shutdown state of srv
+	metrics    *metrics.Metrics
+	snap       *snapshot.Store // nil unless goreka.snapshot.path is set
 	// restored is how many instances its snapshot restored at start-up.
 	restored int
 	// basePeers are the default namespace's peers its own were taken from.
@@ -64,8 +67,9 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
 	}
 	s.reg = registry.New(ro)
-	a.xds.Attach(name, s.reg)              // follows the change stream from here, restore included
-	s.api = api.New(s.reg, apiConfig(now)) // before any write: its index starts from the empty registry
+	a.xds.Attach(name, s.reg)                  // follows the change stream from here, restore included
+	xv := xdsview.New(a.xds, name)             // nil when xDS is off
+	s.api = api.New(s.reg, apiConfig(now, xv)) // before any write: its index starts from the empty registry
 	if p := namespace.SnapshotPath(cfg.Goreka.Snapshot.Path, name); p != "" {
 		sc := snapshotConfig(cfg, now, s.log)
 		sc.Path = p
@@ -87,6 +91,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange); err != nil {
 			return nil, err
 		}
+		s.xdsRegions = a.xds.AttachRegions(name, s.regions.Set) // before the regions' first fetch (run)
 	}
 	if s.relay != nil {
 		up = s.relay
@@ -126,7 +131,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		s.srv.MountDashboard(path, &server.DashboardState{
 			Environment: cfg.Environment, Datacenter: cfg.Datacenter, Status: status,
 			Eviction: s.evictor, Replication: s.repl, Health: s.health,
-			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path,
+			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path, XDS: xv,
 			Extra: s.relay.DashboardRows,
 		})
 	}
@@ -137,6 +142,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		// Process-wide, shared by every namespace: served at /metrics.
 		s.metrics.MustRegister(s.srv.RateLimitCollector(), s.srv.FetchLimitCollector())
 		s.metrics.Registry().MustRegister(a.xds.Collector()) // unwrapped: its series carry their own namespace
+		s.srv.MountXDS(a.xds.Handler())                      // nil when disabled; the node picks the namespace
 	}
 	if s.regions.Set.Len() > 0 {
 		s.metrics.MustRegister(s.regions.Set.Collector())
@@ -248,6 +254,7 @@ func (a *app) open(ctx context.Context, s *stack) {
 // those of every changed instance's application and VIPs, and the registry
 // documents with their region variants.
 func (s *stack) onRegionChange(ch region.Change) {
+	s.xdsRegions()
 	for _, in := range ch.Instances {
 		s.cache.Invalidate(in.App, in.VIPAddress, in.SecureVIPAddress)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -26,11 +27,25 @@ import (
 )
 
 // xdsServer maps goreka.xds.*: nil, which serves nothing, when disabled.
+// The xDS port has the main port's certificate and users.
 func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
-	if x := cfg.Goreka.XDS; x.Enabled {
-		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")})
+	x, sec := cfg.Goreka.XDS, cfg.Security
+	if !x.Enabled {
+		return nil
 	}
-	return nil
+	c := xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")}
+	if sec.Password != "" || len(sec.Users) > 0 { // as the main port's authentication
+		c.Credentials = map[string]string{sec.User: sec.Password, sec.ReadOnlyUser: sec.ReadOnlyPassword}
+		for _, u := range sec.Users {
+			c.Credentials[u.Name] = u.Password
+		}
+		delete(c.Credentials, "") // an unset user or read-only user
+	}
+	if cfg.TLSEnabled() {
+		pair, err := tls.LoadX509KeyPair(cfg.Server.SSL.Certificate, cfg.Server.SSL.CertificatePrivateKey) // checked at start-up (main)
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, err }
+	}
+	return xds.New(c)
 }
 
 // One function per package maps goreka's configuration onto that
@@ -183,8 +198,8 @@ func fetchLimitConfig(fl config.FetchLimitConfig) server.FetchLimitConfig {
 		Burst: fl.Burst, MaxClients: fl.MaxClients, IdentifyBy: fl.IdentifyBy}
 }
 
-func apiConfig(now func() time.Time) api.Config {
-	return api.Config{Now: now}
+func apiConfig(now func() time.Time, x api.XDS) api.Config {
+	return api.Config{Now: now, XDS: x}
 }
 
 func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, namespace string) server.OpsConfig {

@@ -40,6 +40,9 @@ type Config struct {
 	// KeepAlive is the interval of the watch's comment lines that keep
 	// idle connections open through proxies (default 15 s).
 	KeepAlive time.Duration
+	// XDS, when set, is the xDS server's view of this namespace, which
+	// GET /xds/clients and /xds/resolve show; nil: no xDS is served.
+	XDS XDS
 }
 
 // API serves goreka's read API for tools over a registry. Its index and
@@ -92,6 +95,7 @@ func (a *API) Mount(r gin.IRouter) {
 	g.GET("/watch", a.watch)
 	g.GET("/changes", a.changes)
 	g.GET("/prometheus-sd", a.prometheusSD)
+	a.mountXDS(g)
 }
 
 type paramError struct{ name, msg string }

@@ -149,3 +149,77 @@ type ChangesAnswer struct {
 	Changes  []Change  `json:"changes"`
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
+
+// XDSClient is one connected xDS client (an Envoy or a proxyless gRPC
+// client) as GET /goreka/api/v1/xds/clients lists it: its node, the
+// group it is served from, and the last version it ACKed of each resource
+// type.
+type XDSClient struct {
+	Node      string `json:"node"`      // node.id
+	Kind      string `json:"kind"`      // envoy or grpc
+	Namespace string `json:"namespace"` // the namespace it sees
+	Zone      string `json:"zone,omitempty"`
+	// Acked is the last version ACKed per type: cds, eds, lds, rds (a
+	// type it never ACKed is absent).
+	Acked map[string]string `json:"acked"`
+	// UserAgent is the node's user_agent_name and version ("envoy 1.40.0",
+	// "gRPC Java 1.85.1"); Delta tells an incremental stream.
+	UserAgent string `json:"userAgent,omitempty"`
+	Delta     bool   `json:"delta,omitempty"`
+	// Since is when the stream's first request arrived (RFC 3339, UTC).
+	Since string `json:"since,omitempty"`
+	// LastNACK is the last response the client rejected, nil if none.
+	LastNACK *XDSNACK `json:"lastNack,omitempty"`
+}
+
+// XDSNACK is a response an xDS client rejected.
+type XDSNACK struct {
+	Type     string `json:"type"`               // cds, eds, lds, rds
+	Rejected string `json:"rejected,omitempty"` // the version it rejected
+	Detail   string `json:"detail"`             // the client's error message
+	At       string `json:"at"`                 // RFC 3339, UTC
+}
+
+// XDSClientsAnswer is the answer of GET /goreka/api/v1/xds/clients.
+type XDSClientsAnswer struct {
+	// Enabled is false when the server serves no xDS
+	// (goreka.xds.enabled=false); Clients is empty then.
+	Enabled bool        `json:"enabled"`
+	Clients []XDSClient `json:"clients"`
+}
+
+// XDSResolution is the answer of GET /goreka/api/v1/xds/resolve: what a
+// client of one kind (envoy or grpc) is served for a name, an application's
+// lower-cased name or a VIP address.
+type XDSResolution struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Zone string `json:"zone,omitempty"` // the node zone the priorities are for
+	// Cluster is the CDS cluster's name ("" when the name has none: no
+	// instance, or not a name of this namespace).
+	Cluster string `json:"cluster"`
+	// HTTP2 is set when the cluster speaks HTTP/2 to its endpoints (the
+	// instances declare a gRPC port).
+	HTTP2 bool `json:"http2,omitempty"`
+	// Listener is the api_listener a gRPC client resolves xds:///Name
+	// with ("" for Envoy).
+	Listener string `json:"listener,omitempty"`
+	// Revision is the registry revision the namespace's resources are
+	// at.
+	Revision  int64         `json:"revision"`
+	Endpoints []XDSEndpoint `json:"endpoints"`
+}
+
+// XDSEndpoint is one endpoint of a ClusterLoadAssignment with its
+// locality.
+type XDSEndpoint struct {
+	HostName       string `json:"hostName,omitempty"` // the instance's Eureka hostName
+	Address        string `json:"address"`
+	Port           int    `json:"port"`
+	Health         string `json:"health"` // HEALTHY, UNHEALTHY, DRAINING, UNKNOWN
+	Weight         int    `json:"weight"`
+	Zone           string `json:"zone,omitempty"`
+	SubZone        string `json:"subZone,omitempty"` // gRPC clients: the instance id (one locality each)
+	Priority       int    `json:"priority"`
+	LocalityWeight int    `json:"localityWeight"`
+}

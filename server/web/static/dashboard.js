@@ -245,6 +245,27 @@
     if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 6, text: 'No peers' })])];
     replaceKids(t.tBodies[0], rows);
     renderRegions(d);
+    renderXDS(d);
+  }
+
+  // Connected xDS clients (goreka.xds.enabled); the table exists only when xDS is served.
+  function renderXDS(d) {
+    var t = $('xdsClients');
+    if (!t || !d.xdsClients) return;
+    var rows = d.xdsClients.map(function (c) {
+      return el('tr', null, [
+        el('td', { text: c.node }),
+        el('td', { text: c.kind }),
+        el('td', { text: c.namespace }),
+        el('td', { text: c.zone }),
+        el('td', { text: c.acked }),
+        el('td', { text: c.since }),
+        el('td', { text: c.agent }),
+        el('td', { text: c.nack })
+      ]);
+    });
+    if (!rows.length) rows = [el('tr', null, [el('td', { colspan: 8, text: 'No xDS clients connected' })])];
+    replaceKids(t.tBodies[0], rows);
   }
 
   // Remote regions (eureka.server.remote-region-urls-with-name); the table exists only when some are set.

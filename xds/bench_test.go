@@ -1,0 +1,232 @@
+package xds
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/goreka/goreka/registry"
+)
+
+// benchClients is the subscribed xDS clients of the benchmark: in two
+// zones, as Envoys (SotW ADS, CDS wildcard, EDS naming every cluster, each
+// response ACKed, as Envoy does).
+const benchClients = 100
+
+// benchFleet registers n instances in n/50 applications, half in zone z1,
+// half in z2, each with a VIP and three metadata entries.
+func benchFleet(b *testing.B, reg *registry.Registry, n int) []string {
+	b.Helper()
+	apps := n / 50
+	var names []string
+	for a := range apps {
+		app := fmt.Sprintf("APP-%04d", a)
+		names = append(names, fmt.Sprintf("app-%04d", a))
+		for i := range 50 {
+			in := inst(app, fmt.Sprintf("%s-%02d", app, i), fmt.Sprintf("10.%d.%d.%d", a/250, a%250, i+1),
+				MetaZone, "z"+strconv.Itoa(1+i%2), "version", "v1", "team", "t"+strconv.Itoa(a%7))
+			in.VIPAddress = names[len(names)-1]
+			if _, err := reg.Register(in, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return names
+}
+
+// benchClient is one subscribed client: the latest EDS revision it got.
+type benchClient struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	rev  int64
+}
+
+// runDelta is run over the delta protocol (Envoy's DELTA_GRPC): ACKs name
+// nothing, only the nonce.
+func (c *benchClient) runDelta(b *testing.B, ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
+	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	n := &core.Node{Id: "bench-" + strconv.Itoa(id), UserAgentName: "envoy", Locality: &core.Locality{Zone: "z" + strconv.Itoa(1+id%2)}}
+	if err := st.Send(&discovery.DeltaDiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil {
+		b.Error(err)
+		return
+	}
+	if err := st.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNamesSubscribe: names}); err != nil {
+		b.Error(err)
+		return
+	}
+	for {
+		resp, err := st.Recv()
+		if err != nil {
+			return
+		}
+		if resp.GetTypeUrl() == resource.EndpointType {
+			if r, ok := leadingRevision(resp.GetSystemVersionInfo()); ok {
+				c.mu.Lock()
+				c.rev = max(c.rev, r)
+				c.mu.Unlock()
+				c.cond.Broadcast()
+			}
+		}
+		if err := st.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
+			return
+		}
+	}
+}
+
+func (c *benchClient) run(b *testing.B, ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
+	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	n := &core.Node{Id: "bench-" + strconv.Itoa(id), UserAgentName: "envoy", Locality: &core.Locality{Zone: "z" + strconv.Itoa(1+id%2)}}
+	if err := st.Send(&discovery.DiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil {
+		b.Error(err)
+		return
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: names}); err != nil {
+		b.Error(err)
+		return
+	}
+	for {
+		resp, err := st.Recv()
+		if err != nil {
+			return // the benchmark ended
+		}
+		req := &discovery.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+		if resp.GetTypeUrl() == resource.EndpointType {
+			req.ResourceNames = names
+			if r, ok := leadingRevision(resp.GetVersionInfo()); ok {
+				c.mu.Lock()
+				c.rev = max(c.rev, r)
+				c.mu.Unlock()
+				c.cond.Broadcast()
+			}
+		}
+		if err := st.Send(req); err != nil {
+			return
+		}
+	}
+}
+
+func (c *benchClient) wait(rev int64) {
+	c.mu.Lock()
+	for c.rev < rev {
+		c.cond.Wait()
+	}
+	c.mu.Unlock()
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkXDSPush: n instances in n/50 applications, 100 Envoy-like
+// clients over real gRPC streams (bufconn). One op is one registration
+// (a new instance of an existing application) until all 100 clients have
+// an EDS response at its revision. ns/op is that time; allocs/op and
+// B/op are the whole process's (server and the in-process clients) per
+// pushed change. The heap added by xDS (server, caches, streams, after
+// the pushes) is reported against the registry's own. mode sotw is
+// Envoy's default ADS (each EDS ACK names every cluster again), delta its
+// DELTA_GRPC (ACKs name nothing).
+func BenchmarkXDSPush(b *testing.B) {
+	for _, mode := range []string{"sotw", "delta"} {
+		for _, n := range []int{10_000, 100_000} {
+			b.Run(fmt.Sprintf("mode=%s/instances=%d", mode, n), func(b *testing.B) { benchPush(b, mode, n) })
+		}
+	}
+}
+
+func benchPush(b *testing.B, mode string, n int) {
+	{
+		{
+			base := heap()
+			reg := registry.New(registry.Options{})
+			names := benchFleet(b, reg, n)
+			regHeap := heap() - base
+
+			s := New(Config{ZonePriority: true, HeldAsUnhealthy: true})
+			b.Cleanup(s.Close)
+			s.Attach("default", reg)
+			lis := bufconn.Listen(1 << 20)
+			gs := grpc.NewServer()
+			s.Register(gs)
+			go gs.Serve(lis)
+			b.Cleanup(gs.Stop)
+			ctx, cancel := context.WithCancel(context.Background())
+			b.Cleanup(cancel)
+			cc, err := grpc.NewClient("passthrough:///bufnet",
+				grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
+				grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { cc.Close() })
+			clients := make([]*benchClient, benchClients)
+			for i := range clients {
+				c := &benchClient{}
+				c.cond = sync.NewCond(&c.mu)
+				clients[i] = c
+				if mode == "delta" {
+					go c.runDelta(b, ctx, cc, i, names)
+				} else {
+					go c.run(b, ctx, cc, i, names)
+				}
+			}
+			start := reg.Revision()
+			for _, c := range clients {
+				c.wait(start)
+			}
+
+			b.ReportAllocs()
+			b.ResetTimer()
+			var worst time.Duration
+			for i := 0; b.Loop(); i++ {
+				app := fmt.Sprintf("APP-%04d", i%len(names))
+				in := inst(app, fmt.Sprintf("%s-new-%d", app, i), fmt.Sprintf("10.255.%d.%d", (i/250)%250, i%250+1), MetaZone, "z1")
+				in.VIPAddress = names[i%len(names)]
+				t0 := time.Now()
+				if _, err := reg.Register(in, false); err != nil {
+					b.Fatal(err)
+				}
+				rev := reg.Revision()
+				for _, c := range clients {
+					c.wait(rev)
+				}
+				worst = max(worst, time.Since(t0))
+			}
+			b.StopTimer()
+			// Measured after the pushes, when each in-process client holds
+			// only its last (small) answer: the heap beyond the registry's
+			// is the xDS server's (index, caches, marshalled resources,
+			// streams) and, unavoidably, the clients' few buffers.
+			xdsHeap := int64(heap()) - int64(base) - int64(regHeap)
+			b.ReportMetric(worst.Seconds(), "worst-s/push")
+			// After the loop: ResetTimer drops metrics reported before it.
+			b.ReportMetric(float64(xdsHeap)/float64(regHeap), "xds-heap/registry-heap")
+			b.ReportMetric(float64(regHeap)/float64(n), "registry-B/instance")
+		}
+	}
+}
