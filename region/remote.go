@@ -3,6 +3,7 @@ package region
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,8 @@ type Config struct {
 	GZip bool
 	// UserAgent is sent with every fetch.
 	UserAgent string
+	// TLSClientConfig configures an https region (nil: Go's defaults).
+	TLSClientConfig *tls.Config
 	// HTTPClient replaces the client built from the timeouts (tests).
 	HTTPClient *http.Client
 	// Now is the clock of the fetch times (nil: time.Now).
@@ -138,8 +141,9 @@ func New(cfg Config) (*Remote, error) {
 		// Any 2xx with a registry is used, as before eurekahttp: a 2xx
 		// without one (204) is an undecodable body, which fails a delta over
 		// to a full fetch and a full fetch keeps the copy, as any error.
-		AcceptAny2xx: true,
-		HTTPClient:   cfg.HTTPClient,
+		AcceptAny2xx:    true,
+		HTTPClient:      cfg.HTTPClient,
+		TLSClientConfig: cfg.TLSClientConfig,
 	})
 	return r, nil
 }

@@ -158,6 +158,9 @@ func (s *Server) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) 
 // current material through GetConfigForClient, with h2 and http/1.1
 // offered (an http.Server or grpc credentials.NewTLS can take it as is).
 func (s *Server) TLSConfig() *tls.Config {
+	if s == nil {
+		return nil
+	}
 	c := s.base.Clone()
 	c.GetConfigForClient = s.GetConfigForClient
 	c.GetCertificate = s.GetCertificate
@@ -168,6 +171,9 @@ func (s *Server) TLSConfig() *tls.Config {
 // uses them when they are good; a bad new file is logged once and the old
 // material kept. It reports whether the material changed.
 func (s *Server) Check() bool {
+	if s == nil {
+		return false
+	}
 	k, t := s.keys.check(s.log), s.trust.check(s.log)
 	if k || t {
 		s.rebuild()
@@ -223,13 +229,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // current trust store with its host name (the rotated store's CAs verify
 // the next handshake).
 func (c *Client) TLSConfig() *tls.Config {
+	if c == nil {
+		return nil
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.keys.files != nil {
 		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return c.keys.get(), nil }
 	}
 	if c.trust.files != nil {
 		// Go's own verification reads a fixed RootCAs; this one reads the
-		// current pool and checks the host name as Go's does.
+		// current pool and checks the host name as Go's does. A nil Client's is
+		// nil: Go's defaults.
 		tc.InsecureSkipVerify = true
 		tc.VerifyConnection = c.verify
 	}
@@ -253,6 +263,9 @@ func (c *Client) verify(cs tls.ConnectionState) error {
 
 // Check re-reads changed files, as Server.Check.
 func (c *Client) Check() bool {
+	if c == nil {
+		return false
+	}
 	k, t := c.keys.check(c.log), c.trust.check(c.log)
 	if t {
 		c.roots.Store(pool(*c.trust.get()))
@@ -282,7 +295,7 @@ func earliest(cs []*x509.Certificate) time.Time {
 	return t
 }
 
-// Checker is what Poll re-reads: *Server and *Client.
+// Checker is what Poll re-reads: *Server and *Client (nil ones too).
 type Checker interface{ Check() bool }
 
 // Poll calls Check on each checker every interval until ctx is done. A

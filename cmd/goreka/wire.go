@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
+	"github.com/goreka/goreka/tlsconf"
 	"github.com/goreka/goreka/xds"
 )
 
@@ -120,7 +122,7 @@ func selfLease(cfg *config.Config) registry.LeaseInfo {
 	}
 }
 
-func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) replication.Config {
+func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger, tc *tls.Config) replication.Config {
 	es := cfg.EurekaServer
 	c := replication.Default()
 	c.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
@@ -128,6 +130,7 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 	c.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
 	c.MaxTimeForReplication = es.MaxTimeForReplication
 	c.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
+	c.TLSClientConfig = tc
 	c.Now = now
 	c.Logger = log
 	return c
@@ -231,11 +234,28 @@ func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan
 	return p.Sources()
 }
 
+// newTLS reads the server's (server.ssl.*) and the client's
+// (eureka.client.tls.*) TLS material; nil for what is off.
+func newTLS(cfg *config.Config, now func() time.Time, log *slog.Logger) (srv *tlsconf.Server, cli *tlsconf.Client, err error) {
+	if cfg.TLSEnabled() {
+		sc := cfg.ServerTLS()
+		sc.Now, sc.Logger = now, log
+		if srv, err = tlsconf.NewServer(sc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cc, ok := cfg.ClientTLS(); ok {
+		cc.Now, cc.Logger = now, log
+		cli, err = tlsconf.NewClient(cc)
+	}
+	return srv, cli, err
+}
+
 // authUsers maps goreka.security.users to the server's per-app users.
 func authUsers(us []config.User) []server.UserConfig {
 	out := make([]server.UserConfig, len(us))
 	for i, u := range us {
-		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps, Namespaces: u.Namespaces}
+		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps, Namespaces: u.Namespaces, CertificateSubject: u.CertificateSubject}
 	}
 	return out
 }
@@ -243,7 +263,7 @@ func authUsers(us []config.User) []server.UserConfig {
 // remoteRegions maps eureka.server.remote-region-* to one region.Remote per
 // region of remote-region-urls-with-name. onChange is called after a
 // region's copy changed (a.cache is set by then: fetches start in run).
-func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change)) (document.Regions, error) {
+func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change), tc *tls.Config) (document.Regions, error) {
 	rr := cfg.EurekaServer.RemoteRegions
 	out := document.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
 	if len(rr.URLsWithName) == 0 {
@@ -256,7 +276,7 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 			ConnectTimeout: rr.ConnectTimeout, ReadTimeout: rr.ReadTimeout,
 			DisableDelta: rr.DisableDelta, GZip: rr.GZip,
 			UserAgent: "goreka-remote-region/dev",
-			Now:       now, Logger: log, OnChange: onChange,
+			Now:       now, Logger: log, OnChange: onChange, TLSClientConfig: tc,
 		})
 		if err != nil {
 			return out, err
