@@ -16,6 +16,9 @@ import (
 type ClientTLSConfig struct {
 	Enabled bool // eureka.client.tls.enabled
 	KeyStores
+	// CertificatePrivateKey is goreka's addition for a PEM key-store: the
+	// key file beside the certificate (a Kubernetes TLS Secret's tls.key).
+	CertificatePrivateKey string
 }
 
 // SSLBundle is one Spring Boot SSL bundle (spring.ssl.bundle.jks.<name>.*
@@ -126,7 +129,7 @@ func finishTLS(c *Config, workDir string, errs *[]error) {
 		}
 	}
 	for _, p := range []*string{&ssl.Certificate, &ssl.CertificatePrivateKey, &ssl.TrustCertificate, &ssl.KeyStore, &ssl.TrustStore,
-		&c.Client.TLS.KeyStore, &c.Client.TLS.TrustStore} {
+		&c.Client.TLS.KeyStore, &c.Client.TLS.TrustStore, &c.Client.TLS.CertificatePrivateKey} {
 		abs(p)
 	}
 	for _, b := range ssl.Bundles {
@@ -178,6 +181,7 @@ func (c *Config) ClientTLS() (cc tlsconf.ClientConfig, ok bool) {
 		return cc, false
 	}
 	cc.Keys = keysOf(t.KeyStores, "eureka.client.tls")
+	cc.Keys.PrivateKey = t.CertificatePrivateKey
 	cc.Trust = trustOf(t.KeyStores, "eureka.client.tls")
 	return cc, true
 }
