@@ -62,6 +62,12 @@ type Config struct {
 	IdleConnTimeout time.Duration
 	// TLSClientConfig configures https calls (nil: Go's defaults).
 	TLSClientConfig *tls.Config
+	// TLSConfigFor, when set, configures each new https connection to a
+	// host (tlsconf.Client.ConfigFor: the current certificate and trust,
+	// so that rotated files reach the next connection); it takes
+	// precedence over TLSClientConfig. The handshake is bounded by
+	// ConnectTimeout.
+	TLSConfigFor func(host string) *tls.Config
 	// UserAgent is sent with every call (default goreka).
 	UserAgent string
 	// AcceptGzip asks for gzip answers (Accept-Encoding: gzip). A gzip
@@ -128,6 +134,9 @@ func New(cfg Config) *Client {
 			},
 			// Never follow a redirect to another host with our credentials.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		if cfg.TLSConfigFor != nil {
+			hc.Transport.(*http.Transport).DialTLSContext = tlsDial(d, cfg.TLSConfigFor, cfg.ConnectTimeout)
 		}
 	}
 	return &Client{cfg: cfg, hc: hc, afterFunc: realAfterFunc}
@@ -477,3 +486,26 @@ func (t *timedBody) Read(p []byte) (int, error) {
 }
 
 func (t *timedBody) Close() error { return nil }
+
+// tlsDial dials addr and makes the TLS handshake with the configuration
+// configFor gives for its host, within timeout.
+func tlsDial(d *net.Dialer, configFor func(string) *tls.Config, timeout time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		conn := tls.Client(raw, configFor(host))
+		if err := conn.HandshakeContext(hctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+}

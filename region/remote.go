@@ -48,8 +48,9 @@ type Config struct {
 	GZip bool
 	// UserAgent is sent with every fetch.
 	UserAgent string
-	// TLSClientConfig configures an https region (nil: Go's defaults).
-	TLSClientConfig *tls.Config
+	// TLSConfigFor configures each https connection to the region
+	// (eurekahttp.Config.TLSConfigFor; nil: Go's defaults).
+	TLSConfigFor func(host string) *tls.Config
 	// HTTPClient replaces the client built from the timeouts (tests).
 	HTTPClient *http.Client
 	// Now is the clock of the fetch times (nil: time.Now).
@@ -141,9 +142,9 @@ func New(cfg Config) (*Remote, error) {
 		// Any 2xx with a registry is used, as before eurekahttp: a 2xx
 		// without one (204) is an undecodable body, which fails a delta over
 		// to a full fetch and a full fetch keeps the copy, as any error.
-		AcceptAny2xx:    true,
-		HTTPClient:      cfg.HTTPClient,
-		TLSClientConfig: cfg.TLSClientConfig,
+		AcceptAny2xx: true,
+		HTTPClient:   cfg.HTTPClient,
+		TLSConfigFor: cfg.TLSConfigFor,
 	})
 	return r, nil
 }

@@ -51,7 +51,7 @@ func newHTTPClient(cfg *Config) *httpClient {
 		AcceptGzip:          true,
 		CompressBatches:     cfg.EnableReplicatedRequestCompression,
 		HTTPClient:          cfg.HTTPClient,
-		TLSClientConfig:     cfg.TLSClientConfig,
+		TLSConfigFor:        cfg.TLSConfigFor,
 	})}
 }
 

@@ -59,9 +59,9 @@ type Config struct {
 
 	// UserAgent is sent on every peer call (default goreka-replication/dev).
 	UserAgent string
-	// TLSClientConfig configures https calls to peers (nil: Go's defaults;
-	// goreka's: eureka.client.tls, tlsconf).
-	TLSClientConfig *tls.Config
+	// TLSConfigFor configures each https connection to a peer (nil: Go's
+	// defaults; goreka's: eureka.client.tls, tlsconf.Client.ConfigFor).
+	TLSConfigFor func(host string) *tls.Config
 	// HTTPClient replaces the client built from the timeouts (tests);
 	// the read timeout still applies (eurekahttp.Config.HTTPClient).
 	HTTPClient *http.Client

@@ -4,9 +4,10 @@
 // need, Java's protocol and IANA cipher names.
 //
 // The material is held by a *Server or *Client and handed to each
-// handshake (GetConfigForClient, GetCertificate, GetClientCertificate,
-// VerifyConnection), so that Check, called by Poll every interval, can swap
-// in changed files without a restart: open connections keep what they
+// handshake (GetConfigForClient and GetCertificate on the server side;
+// ConfigFor, one configuration per new client connection), so that Check,
+// called by Poll every interval, can swap in changed files without a
+// restart: open connections keep what they
 // negotiated, the next handshake gets the new certificate or trust. A
 // change is a change of the files' content, so a Kubernetes Secret volume's
 // ..data symlink swap is one too. A new file that does not load (a key that

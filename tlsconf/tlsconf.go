@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -224,41 +223,29 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// TLSConfig is the configuration of goreka's outgoing connections: the
-// current certificate on request, and the server verified against the
-// current trust store with its host name (the rotated store's CAs verify
-// the next handshake).
-func (c *Client) TLSConfig() *tls.Config {
+// ConfigFor is the configuration of one new connection to host: the
+// current certificate on request, the server verified against the current
+// trust store (the system's roots without one) with its host name, by Go's
+// own verification (an IP address against the IP SANs). A rotated file
+// reaches the next connection. A nil Client's is nil: Go's defaults.
+func (c *Client) ConfigFor(host string) *tls.Config {
 	if c == nil {
 		return nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host, RootCAs: c.roots.Load(), Time: c.cfg.Now}
 	if c.keys.files != nil {
 		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return c.keys.get(), nil }
-	}
-	if c.trust.files != nil {
-		// Go's own verification reads a fixed RootCAs; this one reads the
-		// current pool and checks the host name as Go's does. A nil Client's is
-		// nil: Go's defaults.
-		tc.InsecureSkipVerify = true
-		tc.VerifyConnection = c.verify
 	}
 	return tc
 }
 
-func (c *Client) verify(cs tls.ConnectionState) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("tls: the server sent no certificate")
+// ConfigFunc is ConfigFor as a function value, nil for a nil Client (for
+// eurekahttp.Config.TLSConfigFor, whose nil means Go's defaults).
+func (c *Client) ConfigFunc() func(host string) *tls.Config {
+	if c == nil {
+		return nil
 	}
-	if cs.ServerName == "" {
-		return errors.New("tls: no server name to verify the certificate against")
-	}
-	opts := x509.VerifyOptions{Roots: c.roots.Load(), DNSName: cs.ServerName, Intermediates: x509.NewCertPool(), CurrentTime: c.cfg.Now()}
-	for _, ic := range cs.PeerCertificates[1:] {
-		opts.Intermediates.AddCert(ic)
-	}
-	_, err := cs.PeerCertificates[0].Verify(opts)
-	return err
+	return c.ConfigFor
 }
 
 // Check re-reads changed files, as Server.Check.

@@ -424,9 +424,7 @@ func TestClientVerifiesTheHostAndRotatesTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	dial := func(name string) error {
-		cfg := cli.TLSConfig()
-		cfg.ServerName = name
-		c, err := tls.Dial("tcp", r.ln.Addr().String(), cfg)
+		c, err := tls.Dial("tcp", r.ln.Addr().String(), cli.ConfigFor(name))
 		if err == nil {
 			c.Close()
 		}
@@ -439,10 +437,14 @@ func TestClientVerifiesTheHostAndRotatesTrust(t *testing.T) {
 	if !cli.Check() {
 		t.Fatal("the new trust store was not seen")
 	}
-	if err := dial("localhost"); err != nil {
-		t.Fatalf("after the trust rotation: %v", err)
+	for _, host := range []string{"localhost", "127.0.0.1"} {
+		if err := dial(host); err != nil {
+			t.Fatalf("after the trust rotation, %s: %v", host, err)
+		}
 	}
-	if err := dial("not-the-host.example"); err == nil {
-		t.Fatal("the host name was not verified")
+	for _, host := range []string{"not-the-host.example", "127.0.0.2"} {
+		if err := dial(host); err == nil {
+			t.Fatalf("the host name %s was not verified", host)
+		}
 	}
 }

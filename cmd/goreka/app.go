@@ -92,7 +92,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	}
 	if cfg.Client.RegisterWithEureka {
 		// Also without peers yet: DNS or a reload may add them.
-		a.self = replication.NewSelfRegistrar(replicationConfig(cfg, now, log, a.tlsOut.TLSConfig()), a.selfIn, peers)
+		a.self = replication.NewSelfRegistrar(replicationConfig(cfg, now, log, a.tlsOut.ConfigFunc()), a.selfIn, peers)
 	}
 	if a.ns, err = a.newNamespaces(); err != nil {
 		return nil, err

@@ -122,7 +122,7 @@ func selfLease(cfg *config.Config) registry.LeaseInfo {
 	}
 }
 
-func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger, tc *tls.Config) replication.Config {
+func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger, tc func(string) *tls.Config) replication.Config {
 	es := cfg.EurekaServer
 	c := replication.Default()
 	c.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
@@ -130,7 +130,7 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 	c.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
 	c.MaxTimeForReplication = es.MaxTimeForReplication
 	c.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
-	c.TLSClientConfig = tc
+	c.TLSConfigFor = tc
 	c.Now = now
 	c.Logger = log
 	return c
@@ -263,7 +263,7 @@ func authUsers(us []config.User) []server.UserConfig {
 // remoteRegions maps eureka.server.remote-region-* to one region.Remote per
 // region of remote-region-urls-with-name. onChange is called after a
 // region's copy changed (a.cache is set by then: fetches start in run).
-func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change), tc *tls.Config) (document.Regions, error) {
+func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change), tc func(string) *tls.Config) (document.Regions, error) {
 	rr := cfg.EurekaServer.RemoteRegions
 	out := document.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
 	if len(rr.URLsWithName) == 0 {
@@ -276,7 +276,7 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 			ConnectTimeout: rr.ConnectTimeout, ReadTimeout: rr.ReadTimeout,
 			DisableDelta: rr.DisableDelta, GZip: rr.GZip,
 			UserAgent: "goreka-remote-region/dev",
-			Now:       now, Logger: log, OnChange: onChange, TLSClientConfig: tc,
+			Now:       now, Logger: log, OnChange: onChange, TLSConfigFor: tc,
 		})
 		if err != nil {
 			return out, err
