@@ -4,10 +4,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/server/metrics"
 )
 
 // doCert sends a request as a client whose verified certificate has the
@@ -88,5 +92,35 @@ func TestCertificateSubjectConfigErrors(t *testing.T) {
 	o = Ops{}
 	if err := o.configureAuth(AuthConfig{Users: []UserConfig{{Name: "a", CertificateSubject: "x"}, {Name: "b", CertificateSubject: "x"}}}); err == nil || !strings.Contains(err.Error(), "same certificate subject") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestCertificateRenewDoesNotAllocate: a heartbeat whose user is named by
+// its client certificate's CN allocates nothing, as one by password.
+func TestCertificateRenewDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items, so gin's contexts are allocated")
+	}
+	m := metrics.New(metrics.Sources{})
+	reg := registry.New(registry.Options{OnEvent: m.OnEvent, OnRenew: m.OnRenew})
+	srv := New(Config{}, Deps{Registry: reg})
+	srv.EnableOps(OpsConfig{Metrics: m, Auth: AuthConfig{Users: []UserConfig{{Name: "orders", CertificateSubject: "orders.svc", Apps: []string{"ORDERS"}}}}})
+	in := &registry.Instance{InstanceID: "i-1", HostName: "h", App: "ORDERS", IPAddr: "10.0.0.1", Status: registry.StatusUp,
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
+	if _, err := reg.Register(in, false); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("PUT", "/eureka/apps/ORDERS/i-1", nil)
+	c := &x509.Certificate{Subject: pkix.Name{CommonName: "orders.svc"}}
+	req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c}, VerifiedChains: [][]*x509.Certificate{{c}}}
+	w := &discard{h: http.Header{}}
+	srv.ServeHTTP(w, req)
+	if n := testing.AllocsPerRun(200, func() { srv.ServeHTTP(w, req) }); n != 0 {
+		t.Fatalf("heartbeat by a certificate user: %v allocs, want 0", n)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("heartbeat by a certificate user: %d %s", rec.Code, rec.Body)
 	}
 }
