@@ -66,10 +66,15 @@ func TestCompatTLS(t *testing.T) {
 	for _, cn := range []string{"tester", "before-rotation", "after-rotation"} {
 		pki.opensslLeaf(cn)
 	}
-	for _, cn := range []string{"tls-boot3", "stock-stock", "stock-stock5", "goreka-stock", "goreka-stock5"} {
-		pki.keytoolStore(cn, "PKCS12")
+	// keytool is a JVM per call: the four stores are made at once (each its own files and serial).
+	var kwg sync.WaitGroup
+	for cn, typ := range map[string]string{"tls-boot3": "PKCS12", "tls-boot4": "JKS", "stock-peer": "PKCS12", "goreka-peer": "PKCS12"} {
+		kwg.Go(func() { pki.keytoolStore(cn, typ) })
 	}
-	pki.keytoolStore("tls-boot4", "JKS")
+	kwg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	// The Java builds first, one at a time (2 cores); the runs then go in parallel.
 	builds := map[string]error{}
 	for _, c := range []string{"spring-boot3", "spring-boot4"} {
@@ -140,19 +145,29 @@ func (p *pki) write(name, content string) {
 	}
 }
 
+// run runs a tool in the PKI directory; a failure fails the test (Errorf: run may be called from
+// goroutines) and the calls after it are skipped.
 func (p *pki) run(name string, args ...string) {
 	p.t.Helper()
+	if p.t.Failed() {
+		return
+	}
 	cmd := exec.Command(name, args...)
 	cmd.Dir = p.dir
 	if b, err := cmd.CombinedOutput(); err != nil {
-		p.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
+		p.t.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
 	}
 }
+
+var serialNo atomic.Int64
+
+// serial is a fresh certificate serial (openssl's -CAcreateserial file is not safe for concurrent signing).
+func serial() string { return strconv.FormatInt(time.Now().UnixNano()+serialNo.Add(1), 10) }
 
 // opensslLeaf makes cn.key and cn.crt (signed by the CA, for localhost and 127.0.0.1) with openssl.
 func (p *pki) opensslLeaf(cn string) (crt, key string) {
 	p.run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", cn+".key", "-out", cn+".csr", "-subj", "/CN="+cn)
-	p.run("openssl", "x509", "-req", "-in", cn+".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", cn+".crt", "-days", "1", "-extfile", "ext.cnf")
+	p.run("openssl", "x509", "-req", "-in", cn+".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-set_serial", serial(), "-out", cn+".crt", "-days", "1", "-extfile", "ext.cnf")
 	return p.path(cn + ".crt"), p.path(cn + ".key")
 }
 
@@ -170,7 +185,7 @@ func (p *pki) keytoolStore(cn, typ string) string {
 	p.run("keytool", "-genkeypair", "-alias", cn, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN="+cn, "-validity", "2",
 		"-storetype", typ, "-keystore", ks, "-storepass", storePass, "-keypass", storePass)
 	p.run("keytool", "-certreq", "-alias", cn, "-keystore", ks, "-storepass", storePass, "-file", cn+".kt.csr")
-	p.run("openssl", "x509", "-req", "-in", cn+".kt.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", cn+".kt.crt", "-days", "1", "-extfile", "ext.cnf")
+	p.run("openssl", "x509", "-req", "-in", cn+".kt.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-set_serial", serial(), "-out", cn+".kt.crt", "-days", "1", "-extfile", "ext.cnf")
 	p.run("keytool", "-importcert", "-noprompt", "-alias", "compat-ca", "-file", "ca.crt", "-keystore", ks, "-storepass", storePass)
 	p.run("keytool", "-importcert", "-alias", cn, "-file", cn+".kt.crt", "-keystore", ks, "-storepass", storePass)
 	return p.path(ks)
@@ -434,7 +449,7 @@ func (x *tlsRun) mixed(t *testing.T, line string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stockCN := "stock-" + line
+	stockCN := "stock-peer"
 	// The stock server: a keytool PKCS12 keystore and truststore, the same keys for its calls (Spring's
 	// eureka.client.tls for its DiscoveryClient, the JVM's for its peer replication client).
 	sks := x.pki.path(stockCN + ".p12")
@@ -458,7 +473,7 @@ func (x *tlsRun) mixed(t *testing.T, line string) {
 	sBase := fmt.Sprintf("https://127.0.0.1:%d", sPort)
 
 	// goreka: an openssl PKCS12 keystore to serve, keytool's PKCS12 keystore and JKS truststore to call.
-	gks := x.pki.path("goreka-" + line + ".p12")
+	gks := x.pki.path("goreka-peer.p12")
 	gArgs := append(append(x.serverTLS("goreka-"+line+"-server", "need"), testerUser...),
 		"--eureka.client.service-url.defaultZone="+sBase+"/eureka/",
 		"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store="+gks, "--eureka.client.tls.key-store-type=PKCS12",
