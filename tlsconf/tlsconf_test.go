@@ -258,6 +258,8 @@ type rig struct {
 	ln   net.Listener
 	logs *bytes.Buffer
 	n    int
+	// trust is the ca.crt publish writes: the rig's CA unless a test sets it.
+	trust []byte
 }
 
 func newRig(t *testing.T, clientAuth string) *rig {
@@ -305,7 +307,11 @@ func (r *rig) publish(crt, key []byte) {
 	}
 	write(r.t, filepath.Join(v, "tls.crt"), crt)
 	write(r.t, filepath.Join(v, "tls.key"), key)
-	write(r.t, filepath.Join(v, "ca.crt"), certPEM(r.ca.cert))
+	trust := r.trust
+	if trust == nil {
+		trust = certPEM(r.ca.cert)
+	}
+	write(r.t, filepath.Join(v, "ca.crt"), trust)
 	tmp := filepath.Join(r.dir, "..data_tmp")
 	if err := os.Symlink(filepath.Base(v), tmp); err != nil {
 		r.t.Fatal(err)
@@ -446,5 +452,32 @@ func TestClientVerifiesTheHostAndRotatesTrust(t *testing.T) {
 		if err := dial(host); err == nil {
 			t.Fatalf("the host name %s was not verified", host)
 		}
+	}
+}
+
+// A rotated trust store verifies the next handshakes: clients of the new CA
+// get in, the old CA's no longer.
+func TestServerTrustRotation(t *testing.T) {
+	r := newRig(t, ClientAuthNeed)
+	next := newCA(t, "next CA")
+	nc, nk := next.valid(t, "next-client")
+	nextCert := &tls.Certificate{Certificate: [][]byte{nc.Raw}, PrivateKey: nk}
+	if _, err := r.dial(nextCert); err == nil {
+		t.Fatal("a client of an untrusted CA got in")
+	}
+	c, k := r.ca.valid(t, "same")
+	r.trust = certPEM(next.cert)
+	r.publish(certPEM(c), keyPEM(k))
+	if !r.srv.Check() {
+		t.Fatal("the new trust store was not taken")
+	}
+	if _, err := r.dial(nextCert); err != nil {
+		t.Fatalf("a client of the new CA: %v", err)
+	}
+	if _, err := r.dial(r.clientCert()); err == nil {
+		t.Fatal("a client of the old CA still got in")
+	}
+	if exp := r.srv.Expiry()["server-trust"]; !exp.Equal(next.cert.NotAfter) {
+		t.Fatalf("server-trust expiry %v, want %v", exp, next.cert.NotAfter)
 	}
 }
