@@ -62,6 +62,12 @@ type Config struct {
 	IdleConnTimeout time.Duration
 	// TLSClientConfig configures https calls (nil: Go's defaults).
 	TLSClientConfig *tls.Config
+	// TLSConfigFor, when set, configures each new https connection to a
+	// host (tlsconf.Client.ConfigFor: the current certificate and trust,
+	// so that rotated files reach the next connection); it takes
+	// precedence over TLSClientConfig. The handshake is bounded by
+	// ConnectTimeout.
+	TLSConfigFor func(host string) *tls.Config
 	// UserAgent is sent with every call (default goreka).
 	UserAgent string
 	// AcceptGzip asks for gzip answers (Accept-Encoding: gzip). A gzip
@@ -114,23 +120,36 @@ func New(cfg Config) *Client {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-		hc = &http.Client{
-			Transport: &http.Transport{
-				Proxy:               http.ProxyFromEnvironment,
-				DialContext:         d.DialContext,
-				TLSClientConfig:     cfg.TLSClientConfig,
-				TLSHandshakeTimeout: cfg.ConnectTimeout,
-				MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
-				IdleConnTimeout:     cfg.IdleConnTimeout,
-				// gzip is asked for (or not) explicitly: AcceptGzip.
-				DisableCompression: true,
-			},
-			// Never follow a redirect to another host with our credentials.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		hc = NewHTTPClient(cfg)
 	}
 	return &Client{cfg: cfg, hc: hc, afterFunc: realAfterFunc}
+}
+
+// NewHTTPClient is the HTTP client New builds when cfg.HTTPClient is nil:
+// cfg's connect timeout, idle connections and TLS (TLSConfigFor, else
+// TLSClientConfig), no transparent gzip, no redirects. A caller that wraps
+// the transport (a relay adds its chain header) starts from this one, so
+// that every client of another Eureka server dials the same way.
+func NewHTTPClient(cfg Config) *http.Client {
+	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	hc := &http.Client{
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         d.DialContext,
+			TLSClientConfig:     cfg.TLSClientConfig,
+			TLSHandshakeTimeout: cfg.ConnectTimeout,
+			MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+			IdleConnTimeout:     cfg.IdleConnTimeout,
+			// gzip is asked for (or not) explicitly: AcceptGzip.
+			DisableCompression: true,
+		},
+		// Never follow a redirect to another host with our credentials.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if cfg.TLSConfigFor != nil {
+		hc.Transport.(*http.Transport).DialTLSContext = tlsDial(d, cfg.TLSConfigFor, cfg.ConnectTimeout)
+	}
+	return hc
 }
 
 // StatusError is an answer with a status the call does not accept.
@@ -477,3 +496,26 @@ func (t *timedBody) Read(p []byte) (int, error) {
 }
 
 func (t *timedBody) Close() error { return nil }
+
+// tlsDial dials addr and makes the TLS handshake with the configuration
+// configFor gives for its host, within timeout.
+func tlsDial(d *net.Dialer, configFor func(string) *tls.Config, timeout time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		conn := tls.Client(raw, configFor(host))
+		if err := conn.HandshakeContext(hctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+}

@@ -3,6 +3,7 @@ package region
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,9 @@ type Config struct {
 	GZip bool
 	// UserAgent is sent with every fetch.
 	UserAgent string
+	// TLSConfigFor configures each https connection to the region
+	// (eurekahttp.Config.TLSConfigFor; nil: Go's defaults).
+	TLSConfigFor func(host string) *tls.Config
 	// HTTPClient replaces the client built from the timeouts (tests).
 	HTTPClient *http.Client
 	// Now is the clock of the fetch times (nil: time.Now).
@@ -140,6 +144,7 @@ func New(cfg Config) (*Remote, error) {
 		// to a full fetch and a full fetch keeps the copy, as any error.
 		AcceptAny2xx: true,
 		HTTPClient:   cfg.HTTPClient,
+		TLSConfigFor: cfg.TLSConfigFor,
 	})
 	return r, nil
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,9 @@ type Config struct {
 	ConnectTimeout, ReadTimeout time.Duration
 	// HTTPClient replaces the client built from the timeouts (tests).
 	HTTPClient *http.Client
+	// TLSConfigFor configures each https connection upstream
+	// (eurekahttp.Config.TLSConfigFor: eureka.client.tls.*; nil: Go's defaults).
+	TLSConfigFor func(host string) *tls.Config
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Logger gets the relay's logs (nil: discarded).
@@ -130,13 +134,8 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 	r.log = r.log.With("component", "relay")
 	hc := cfg.HTTPClient
 	if hc == nil {
-		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-		hc = &http.Client{
-			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: d.DialContext,
-				TLSHandshakeTimeout: cfg.ConnectTimeout, MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second,
-				DisableCompression: true},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		hc = eurekahttp.NewHTTPClient(eurekahttp.Config{ConnectTimeout: cfg.ConnectTimeout, MaxIdleConnsPerHost: 8,
+			IdleConnTimeout: 30 * time.Second, TLSConfigFor: cfg.TLSConfigFor})
 	}
 	// Every call carries the chain: the transport adds it from the call's
 	// context (withChain), this relay's id alone by default.

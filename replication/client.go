@@ -51,6 +51,7 @@ func newHTTPClient(cfg *Config) *httpClient {
 		AcceptGzip:          true,
 		CompressBatches:     cfg.EnableReplicatedRequestCompression,
 		HTTPClient:          cfg.HTTPClient,
+		TLSConfigFor:        cfg.TLSConfigFor,
 	})}
 }
 

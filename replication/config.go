@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"time"
@@ -58,7 +59,10 @@ type Config struct {
 
 	// UserAgent is sent on every peer call (default goreka-replication/dev).
 	UserAgent string
-	// HTTPClient replaces the client built from the timeouts (tests, TLS);
+	// TLSConfigFor configures each https connection to a peer (nil: Go's
+	// defaults; goreka's: eureka.client.tls, tlsconf.Client.ConfigFor).
+	TLSConfigFor func(host string) *tls.Config
+	// HTTPClient replaces the client built from the timeouts (tests);
 	// the read timeout still applies (eurekahttp.Config.HTTPClient).
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.

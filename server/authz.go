@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"fmt"
 	"strings"
 
@@ -34,6 +35,11 @@ type UserConfig struct {
 	// Namespaces, when not empty, are the only namespaces the user may use
 	// at all, reads included ("default" is /eureka/); empty: every one.
 	Namespaces []string
+	// CertificateSubject, when set, names the user by a verified client
+	// certificate (the listener's client-auth want or need): its subject CN,
+	// or one of its DNS or URI SANs, equal to it. Password may then be
+	// empty: the user has no basic-auth credentials.
+	CertificateSubject string
 }
 
 // principal is who a request's credentials name and what it may write.
@@ -46,7 +52,8 @@ type principal struct {
 	apps     []string // upper-cased patterns
 	// namespaces, when not nil, are the namespaces the user may use.
 	namespaces []string
-	cred       credential
+	cred       credential // zero when the user has no password
+	subject    string     // UserConfig.CertificateSubject
 }
 
 // newPrincipal checks a configured user and builds its principal.
@@ -54,10 +61,13 @@ func newPrincipal(u UserConfig) (*principal, error) {
 	if u.Name == "" {
 		return nil, fmt.Errorf("a user has no name")
 	}
-	if u.Password == "" {
-		return nil, fmt.Errorf("user %q has no password", u.Name)
+	if u.Password == "" && u.CertificateSubject == "" {
+		return nil, fmt.Errorf("user %q has no password and no certificate subject", u.Name)
 	}
-	p := &principal{name: u.Name, cred: newCredential(u.Name, u.Password)}
+	p := &principal{name: u.Name, subject: u.CertificateSubject}
+	if u.Password != "" {
+		p.cred = newCredential(u.Name, u.Password)
+	}
 	for _, ns := range u.Namespaces {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			p.namespaces = append(p.namespaces, ns)
@@ -157,17 +167,54 @@ type users struct {
 	// byName serves the other encodings of the same credentials (another
 	// scheme spelling, padding): sha256 of the user name.
 	byName map[[32]byte]*principal
+	// bySubject finds a principal by a verified client certificate's name.
+	bySubject map[string]*principal
+	names     map[string]bool
 }
 
 func (us *users) add(p *principal) error {
 	if us.byHeader == nil {
-		us.byHeader, us.byName = map[string]*principal{}, map[[32]byte]*principal{}
+		us.byHeader, us.byName, us.bySubject, us.names = map[string]*principal{}, map[[32]byte]*principal{}, map[string]*principal{}, map[string]bool{}
 	}
-	if _, dup := us.byName[p.cred.user]; dup {
+	if us.names[p.name] {
 		return fmt.Errorf("user %q is configured twice", p.name)
 	}
-	us.byHeader[p.cred.header] = p
-	us.byName[p.cred.user] = p
+	us.names[p.name] = true
+	if p.subject != "" {
+		if q := us.bySubject[p.subject]; q != nil {
+			return fmt.Errorf("users %q and %q have the same certificate subject %q", q.name, p.name, p.subject)
+		}
+		us.bySubject[p.subject] = p
+	}
+	if p.cred.header != "" {
+		us.byHeader[p.cred.header] = p
+		us.byName[p.cred.user] = p
+	}
+	return nil
+}
+
+// byCertificate returns the principal a verified client certificate
+// names, or nil: its subject CN first, then its DNS and URI SANs. The
+// handshake verified the chain (client-auth want or need); an unverified
+// certificate names nobody.
+func (us *users) byCertificate(st *tls.ConnectionState) *principal {
+	if st == nil || len(st.VerifiedChains) == 0 || len(us.bySubject) == 0 {
+		return nil
+	}
+	c := st.VerifiedChains[0][0]
+	if p := us.bySubject[c.Subject.CommonName]; p != nil && c.Subject.CommonName != "" {
+		return p
+	}
+	for _, n := range c.DNSNames {
+		if p := us.bySubject[n]; p != nil {
+			return p
+		}
+	}
+	for _, u := range c.URIs {
+		if p := us.bySubject[u.String()]; p != nil {
+			return p
+		}
+	}
 	return nil
 }
 

@@ -232,7 +232,7 @@ func isRead(method string) bool {
 
 // authenticated is the authentication of every request, gin's routes and
 // the namespace router's alike: it returns the principal that r's
-// credentials name, nil when authentication is off or r is a health probe
+// credentials (basic auth, else a verified client certificate) name, nil when authentication is off or r is a health probe
 // (open to all). When they name no user it answers 401 on w, with a Basic
 // challenge and no body, and returns false.
 func (o *Ops) authenticated(w http.ResponseWriter, r *http.Request) (*principal, bool) {
@@ -240,6 +240,9 @@ func (o *Ops) authenticated(w http.ResponseWriter, r *http.Request) (*principal,
 		return nil, true
 	}
 	if p := o.users.find(r.Header.Get("Authorization")); p != nil {
+		return p, true
+	}
+	if p := o.users.byCertificate(r.TLS); p != nil {
 		return p, true
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)

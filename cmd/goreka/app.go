@@ -17,6 +17,7 @@ import (
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
 	"github.com/goreka/goreka/server/metrics"
+	"github.com/goreka/goreka/tlsconf"
 	"github.com/goreka/goreka/xds"
 )
 
@@ -37,7 +38,9 @@ type app struct {
 	metrics *metrics.Metrics // the process's metric set, served at /metrics
 	http    *http.Server
 	me      replication.SelfInfo
-	xds     *xds.Server // nil (serving nothing) unless goreka.xds.enabled
+	xds     *xds.Server     // nil (serving nothing) unless goreka.xds.enabled
+	tlsIn   *tlsconf.Server // nil unless TLSEnabled; tlsOut nil unless eureka.client.tls.enabled
+	tlsOut  *tlsconf.Client
 
 	// defaultPeers is the default namespace's peer list (applyPeers), from
 	// which every namespace's comes.
@@ -61,7 +64,12 @@ var (
 // URL it cannot use. It only wires: each package's settings come from one
 // mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now(), xds: xdsServer(cfg, log)}
+	a := &app{cfg: cfg, log: log, now: now, started: now()}
+	var err error
+	if a.tlsIn, a.tlsOut, err = newTLS(cfg, now, log); err != nil {
+		return nil, err // names the property (tlsconf.Error)
+	}
+	a.xds = xdsServer(cfg, log, a.tlsIn)
 
 	self := selfInfo(cfg)
 	a.me = self
@@ -85,13 +93,15 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	}
 	if cfg.Client.RegisterWithEureka {
 		// Also without peers yet: DNS or a reload may add them.
-		a.self = replication.NewSelfRegistrar(replicationConfig(cfg, now, log), a.selfIn, peers)
+		a.self = replication.NewSelfRegistrar(replicationConfig(cfg, now, log, a.tlsOut.ConfigFunc()), a.selfIn, peers)
 	}
 	if a.ns, err = a.newNamespaces(); err != nil {
 		return nil, err
 	}
 	a.srv.SetNamespaces(namespaceServers{a.ns})
 	a.http = httpServer(cfg, a.relay.Handler(a.srv), log) // a.srv itself when not a relay
+	a.http.TLSConfig = a.tlsIn.TLSConfig()
+	a.metrics.Registry().MustRegister(tlsconf.Collector(a.tlsIn, a.tlsOut)) // process-wide: no namespace label
 	return a, nil
 }
 
@@ -118,6 +128,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	replCtx, replStop := context.WithCancel(ctx)
 	defer replStop()
 	a.startLoops(a, ctx, replCtx, &wg, &replWG)
+	wg.Go(func() { tlsconf.Poll(ctx, a.cfg.Server.SSL.ReloadInterval, a.tlsIn, a.tlsOut) })
 	// The namespaces of start-up start here, later ones when created.
 	a.startNamespaces(ctx, replCtx, &wg, &replWG)
 	defer a.xds.Close() // awaited, also after a failed Start: its feeders and streams end before run returns
@@ -128,8 +139,8 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() {
 		var err error
-		if a.cfg.TLSEnabled() {
-			err = a.http.ServeTLS(ln, a.cfg.Server.SSL.Certificate, a.cfg.Server.SSL.CertificatePrivateKey)
+		if a.tlsIn != nil {
+			err = a.http.ServeTLS(ln, "", "") // the certificate comes from a.tlsIn, re-read when it changes
 		} else {
 			err = a.http.Serve(ln)
 		}

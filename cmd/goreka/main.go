@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -57,15 +56,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	if cfg.Goreka.PrintConfig {
 		fmt.Fprint(stdout, cfg.Render())
 		return 0
-	}
-	if cfg.TLSEnabled() {
-		// Checked before listening so that a bad PEM file is a configuration
-		// error, not a server that starts and stops at once.
-		if _, err := tls.LoadX509KeyPair(cfg.Server.SSL.Certificate, cfg.Server.SSL.CertificatePrivateKey); err != nil {
-			fmt.Fprintf(stderr, "goreka: invalid configuration: server.ssl.certificate=%q, server.ssl.certificate-private-key=%q: %v\n",
-				cfg.Server.SSL.Certificate, cfg.Server.SSL.CertificatePrivateKey, err)
-			return 2
-		}
 	}
 	log := newLogger(cfg, stderr)
 	for _, w := range cfg.Warnings {

@@ -77,7 +77,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	}
 	s.evictor = eviction.New(s.reg, evictionConfig(cfg, now, s.log))
 	s.health = health.New(s.reg, s.evictor, nil, healthConfig(cfg, now, s.log))
-	s.repl = replication.New(replicationConfig(cfg, now, s.log), s.reg, peers)
+	s.repl = replication.New(replicationConfig(cfg, now, s.log, a.tlsOut.ConfigFunc()), s.reg, peers)
 
 	// Remote regions are server-wide in Eureka and exchanged by stock
 	// servers, which know only the default namespace: they are merged into
@@ -85,10 +85,10 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	var up document.Upstream
 	if name == namespace.Default {
 		var err error
-		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange); err != nil {
+		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange, a.tlsOut.ConfigFunc()); err != nil {
 			return nil, err
 		}
-		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange); err != nil {
+		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange, a.tlsOut.ConfigFunc()); err != nil {
 			return nil, err
 		}
 		s.xdsRegions = a.xds.AttachRegions(name, s.regions.Set) // before the regions' first fetch (run)

@@ -23,12 +23,13 @@ import (
 	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
 	"github.com/goreka/goreka/snapshot"
+	"github.com/goreka/goreka/tlsconf"
 	"github.com/goreka/goreka/xds"
 )
 
 // xdsServer maps goreka.xds.*: nil, which serves nothing, when disabled.
 // The xDS port has the main port's certificate and users.
-func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
+func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds.Server {
 	x, sec := cfg.Goreka.XDS, cfg.Security
 	if !x.Enabled {
 		return nil
@@ -41,9 +42,8 @@ func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
 		}
 		delete(c.Credentials, "") // an unset user or read-only user
 	}
-	if cfg.TLSEnabled() {
-		pair, err := tls.LoadX509KeyPair(cfg.Server.SSL.Certificate, cfg.Server.SSL.CertificatePrivateKey) // checked at start-up (main)
-		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, err }
+	if tlsIn != nil {
+		c.GetCertificate = tlsIn.GetCertificate // the main port's, rotated with it
 	}
 	return xds.New(c)
 }
@@ -138,7 +138,7 @@ func selfLease(cfg *config.Config) registry.LeaseInfo {
 	}
 }
 
-func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) replication.Config {
+func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger, tc func(string) *tls.Config) replication.Config {
 	es := cfg.EurekaServer
 	c := replication.Default()
 	c.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
@@ -146,6 +146,7 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 	c.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
 	c.MaxTimeForReplication = es.MaxTimeForReplication
 	c.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
+	c.TLSConfigFor = tc
 	c.Now = now
 	c.Logger = log
 	return c
@@ -249,11 +250,28 @@ func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan
 	return p.Sources()
 }
 
+// newTLS reads the server's (server.ssl.*) and the client's
+// (eureka.client.tls.*) TLS material; nil for what is off.
+func newTLS(cfg *config.Config, now func() time.Time, log *slog.Logger) (srv *tlsconf.Server, cli *tlsconf.Client, err error) {
+	if cfg.TLSEnabled() {
+		sc := cfg.ServerTLS()
+		sc.Now, sc.Logger = now, log
+		if srv, err = tlsconf.NewServer(sc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cc, ok := cfg.ClientTLS(); ok {
+		cc.Now, cc.Logger = now, log
+		cli, err = tlsconf.NewClient(cc)
+	}
+	return srv, cli, err
+}
+
 // authUsers maps goreka.security.users to the server's per-app users.
 func authUsers(us []config.User) []server.UserConfig {
 	out := make([]server.UserConfig, len(us))
 	for i, u := range us {
-		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps, Namespaces: u.Namespaces}
+		out[i] = server.UserConfig{Name: u.Name, Password: u.Password, Roles: u.Roles, Apps: u.Apps, Namespaces: u.Namespaces, CertificateSubject: u.CertificateSubject}
 	}
 	return out
 }
@@ -261,7 +279,7 @@ func authUsers(us []config.User) []server.UserConfig {
 // remoteRegions maps eureka.server.remote-region-* to one region.Remote per
 // region of remote-region-urls-with-name. onChange is called after a
 // region's copy changed (a.cache is set by then: fetches start in run).
-func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change)) (document.Regions, error) {
+func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change), tc func(string) *tls.Config) (document.Regions, error) {
 	rr := cfg.EurekaServer.RemoteRegions
 	out := document.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
 	if len(rr.URLsWithName) == 0 {
@@ -274,7 +292,7 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 			ConnectTimeout: rr.ConnectTimeout, ReadTimeout: rr.ReadTimeout,
 			DisableDelta: rr.DisableDelta, GZip: rr.GZip,
 			UserAgent: "goreka-remote-region/dev",
-			Now:       now, Logger: log, OnChange: onChange,
+			Now:       now, Logger: log, OnChange: onChange, TLSConfigFor: tc,
 		})
 		if err != nil {
 			return out, err
@@ -286,7 +304,7 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 }
 
 // newRelay maps goreka.relay.*: nil without an upstream.
-func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change)) (*relay.Relay, error) {
+func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change), tc func(string) *tls.Config) (*relay.Relay, error) {
 	rc := cfg.Goreka.Relay
 	if len(rc.Upstream) == 0 && (rc.ReadOnly || len(rc.FetchApps) > 0) {
 		return nil, errors.New("goreka.relay.read-only and goreka.relay.fetch-apps need goreka.relay.upstream")
@@ -294,6 +312,6 @@ func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *r
 		return nil, nil
 	}
 	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,
-		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange,
+		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange, TLSConfigFor: tc,
 		Self: relay.SelfAddresses(cfg.Server.Port, cfg.Instance.HostName(), cfg.Instance.IPAddress, cfg.Server.Address)}, reg)
 }

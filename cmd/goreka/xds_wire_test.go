@@ -36,7 +36,12 @@ func TestXDSPortHasTheMainPortsTLSAndUsers(t *testing.T) {
 	cfg := loadConfig(t, "--goreka.xds.enabled=true", "--server.ssl.certificate=file:"+certFile, "--server.ssl.certificate-private-key="+keyFile,
 		"--spring.security.user.name=eureka", "--spring.security.user.password=s3cret",
 		"--goreka.security.read-only-user=viewer", "--goreka.security.read-only-password=look")
-	s := xdsServer(cfg, slog.New(slog.DiscardHandler))
+	log := slog.New(slog.DiscardHandler)
+	tlsIn, _, err := newTLS(cfg, time.Now, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := xdsServer(cfg, log, tlsIn)
 	s.Attach("default", registry.New(registry.Options{}))
 	if err := s.Start(t.Context(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -60,6 +61,36 @@ type objects struct {
 	secrets []*corev1.Secret
 	pdb     []*policyv1.PodDisruptionBudget
 	sm      []*monitoringv1.ServiceMonitor
+	certs   []*certificate
+}
+
+// certificate is the part of cert-manager's Certificate (cert-manager.io/v1)
+// the chart renders, decoded as strictly as the API types: a field the
+// chart writes that is not here (a typo, a field cert-manager does not
+// have) fails. cert-manager's Go module would bring its controller's
+// dependencies into deploy/check for one type.
+type certificate struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		SecretName  string   `json:"secretName"`
+		Duration    string   `json:"duration"`
+		RenewBefore string   `json:"renewBefore"`
+		CommonName  string   `json:"commonName"`
+		DNSNames    []string `json:"dnsNames"`
+		Usages      []string `json:"usages"`
+		PrivateKey  struct {
+			Algorithm      string `json:"algorithm"`
+			Size           int    `json:"size"`
+			RotationPolicy string `json:"rotationPolicy"`
+		} `json:"privateKey"`
+		IssuerRef struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			Group string `json:"group"`
+		} `json:"issuerRef"`
+	} `json:"spec"`
 }
 
 // decode splits a multi-document YAML stream and decodes each document
@@ -89,6 +120,9 @@ func decode(stream []byte) (*objects, error) {
 		case "policy/v1 PodDisruptionBudget":
 			v := &policyv1.PodDisruptionBudget{}
 			o.pdb, into = append(o.pdb, v), v
+		case "cert-manager.io/v1 Certificate":
+			v := &certificate{}
+			o.certs, into = append(o.certs, v), v
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			v := &monitoringv1.ServiceMonitor{}
 			o.sm, into = append(o.sm, v), v
@@ -168,8 +202,18 @@ func checkSet(t *testing.T, o *objects, replicas int32, authSecret string, persi
 	}
 	c := pod.Spec.Containers[0]
 	dns, _ := env(c, "GOREKA_PEERS_DNSNAME")
-	if want := headless.Name + "." + headless.Namespace + ".svc.cluster.local"; dns.Value != want {
+	_, tlsOn := env(c, "SERVER_SSL_CERTIFICATE")
+	want := headless.Name + "." + headless.Namespace + ".svc.cluster.local"
+	if tlsOn {
+		want = "_http._tcp." + want // SRV: peers by pod DNS name, which the certificate covers
+	}
+	if dns.Value != want {
 		t.Errorf("GOREKA_PEERS_DNSNAME = %q, want %q", dns.Value, want)
+	}
+	if tlsOn {
+		checkTLS(t, o, c, pod.Spec, headless, clients)
+	} else if len(o.certs) > 0 {
+		t.Errorf("TLS off, but %d Certificates", len(o.certs))
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/actuator/health/readiness" ||
 		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/actuator/health/liveness" {
@@ -230,6 +274,7 @@ func TestHelmTemplateDecodesStrictly(t *testing.T) {
 		{"defaults", []string{"-f", chart + "/ci/default-values.yaml"}, 3, "goreka-auth", false, false},
 		{"everything on", []string{"-f", chart + "/ci/all-values.yaml"}, 5, "goreka-auth", true, true},
 		{"no auth", []string{"--set", "auth.enabled=false", "--set", "replicaCount=1", "--set", "serviceMonitor.enabled=true"}, 1, "", false, true},
+		{"TLS from an existing Secret", []string{"-f", chart + "/ci/default-values.yaml", "--set", "tls.enabled=true", "--set", "tls.secretName=goreka-tls", "--set", "serviceMonitor.enabled=true"}, 3, "goreka-auth", false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,6 +285,13 @@ func TestHelmTemplateDecodesStrictly(t *testing.T) {
 			}
 			checkSet(t, o, tc.replicas, tc.secret, tc.persistence, tc.monitor)
 		})
+	}
+	// TLS needs a certificate source, and need would fail kubelet's probes.
+	for _, args := range [][]string{{"--set", "tls.enabled=true"}, {"--set", "tls.enabled=true", "--set", "tls.secretName=x", "--set", "tls.clientAuth=need"}} {
+		cmd := exec.Command(h, append([]string{"template", "goreka", chart, "-f", chart + "/ci/default-values.yaml"}, args...)...)
+		if b, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(b, []byte("tls.")) {
+			t.Errorf("%v rendered: %v %s", args, err, b)
+		}
 	}
 	// The chart refuses to render without credentials.
 	cmd := exec.Command(h, "template", "goreka", chart)
@@ -314,4 +366,60 @@ func TestPrometheusRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkTLS: probes and peers over HTTPS, the Secret mounted whole (so
+// that its renewal reaches goreka), and a Certificate, when rendered, for
+// every name clients and peers use.
+func checkTLS(t *testing.T, o *objects, c corev1.Container, spec corev1.PodSpec, headless, clients *corev1.Service) {
+	t.Helper()
+	if c.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || c.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("probes not over HTTPS: %q %q", c.ReadinessProbe.HTTPGet.Scheme, c.LivenessProbe.HTTPGet.Scheme)
+	}
+	for _, n := range []string{"GOREKA_PEERS_DNSSRV", "EUREKA_CLIENT_TLS_ENABLED", "EUREKA_CLIENT_TLS_TRUSTSTORE", "SERVER_SSL_CERTIFICATEPRIVATEKEY"} {
+		if _, ok := env(c, n); !ok {
+			t.Errorf("TLS on, but %s is not set", n)
+		}
+	}
+	mi := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "tls" })
+	vi := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "tls" })
+	if mi < 0 || vi < 0 || c.VolumeMounts[mi].SubPath != "" || spec.Volumes[vi].Secret == nil {
+		t.Fatalf("the TLS Secret is not mounted whole: mounts %+v volumes %+v", c.VolumeMounts, spec.Volumes)
+	}
+	secret := spec.Volumes[vi].Secret.SecretName
+	for _, sm := range o.sm {
+		ep := sm.Spec.Endpoints[0]
+		if ep.Scheme == nil || *ep.Scheme != "https" || ep.TLSConfig == nil || ep.TLSConfig.CA.Secret == nil || ep.TLSConfig.CA.Secret.Name != secret {
+			t.Errorf("ServiceMonitor does not scrape over HTTPS with the CA of %s: %+v", secret, ep)
+		}
+	}
+	if len(o.certs) == 0 {
+		return // an existing Secret (tls.secretName)
+	}
+	cert := o.certs[0]
+	if len(o.certs) != 1 || cert.Spec.SecretName != secret || cert.Spec.IssuerRef.Name == "" {
+		t.Fatalf("Certificate %+v for Secret %s", cert.Spec, secret)
+	}
+	ns := headless.Namespace
+	for _, name := range []string{clients.Name + "." + ns + ".svc", clients.Name + "." + ns + ".svc.cluster.local", headless.Name + "." + ns + ".svc",
+		"goreka-0." + headless.Name + "." + ns + ".svc.cluster.local"} {
+		if !covers(cert.Spec.DNSNames, name) {
+			t.Errorf("the Certificate does not cover %s: %q", name, cert.Spec.DNSNames)
+		}
+	}
+}
+
+// covers matches a DNS name against names with a leading wildcard label.
+func covers(names []string, host string) bool {
+	for _, n := range names {
+		if n == host {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(n, "*."); ok {
+			if _, tail, ok := strings.Cut(host, "."); ok && tail == rest {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -52,11 +52,29 @@ type ServerConfig struct {
 	SSL     SSLConfig
 }
 
-// SSLConfig holds TLS settings, with Spring Boot's PEM property names.
+// SSLConfig holds TLS settings, with Spring Boot's property names
+// (server.ssl.*; tls.go maps them to package tlsconf).
 type SSLConfig struct {
 	Enabled               bool   // server.ssl.enabled
 	Certificate           string // server.ssl.certificate (PEM file)
 	CertificatePrivateKey string // server.ssl.certificate-private-key (PEM file)
+	TrustCertificate      string // server.ssl.trust-certificate (PEM CA bundle)
+	KeyStores                    // server.ssl.key-store, trust-store, ...
+	Bundle                string // server.ssl.bundle: a spring.ssl.bundle.* name
+	ClientAuth            string // server.ssl.client-auth: none, want, need
+	EnabledProtocols      []string
+	Ciphers               []string
+	// Bundles are spring.ssl.bundle.jks.<name>.* and .pem.<name>.*.
+	Bundles map[string]*SSLBundle
+	// ReloadInterval is goreka.tls.reload-interval.
+	ReloadInterval time.Duration
+}
+
+// KeyStores are the keystore and truststore properties, as Spring Boot
+// (server.ssl) and Spring Cloud Netflix (eureka.client.tls) name them.
+type KeyStores struct {
+	KeyStore, KeyStoreType, KeyStorePassword, KeyPassword, KeyAlias string
+	TrustStore, TrustStoreType, TrustStorePassword                  string
 }
 
 // SecurityConfig holds HTTP basic auth credentials; an empty password means
@@ -96,6 +114,7 @@ func (i InstanceConfig) HostName() string {
 
 // ClientConfig holds the embedded client settings that decide the peers.
 type ClientConfig struct {
+	TLS                ClientTLSConfig     // eureka.client.tls.*
 	ServiceURL         map[string][]string // eureka.client.service-url.<zone>
 	Region             string              // eureka.client.region
 	AvailabilityZones  map[string][]string // eureka.client.availability-zones.<region>
@@ -305,7 +324,8 @@ func (c *Config) Addr() string {
 // TLSEnabled reports whether the server should serve HTTPS: server.ssl.enabled
 // is not false and a certificate is configured.
 func (c *Config) TLSEnabled() bool {
-	return c.Server.SSL.Enabled && c.Server.SSL.Certificate != ""
+	ssl := c.Server.SSL
+	return ssl.Enabled && (ssl.Certificate != "" || ssl.KeyStore != "" || ssl.Bundle != "")
 }
 
 // IsSet reports whether a source (not a default) set key. Names compare in

@@ -271,6 +271,7 @@ func bind(st *stack, errs *[]error, warns *[]string) *Config {
 		return nil
 	})
 	bindStatic(st, c, errs)
+	bindBundles(st, c, errs)
 	return c
 }
 
@@ -334,20 +335,7 @@ func finish(c *Config, workDir string, h host, errs *[]error) {
 	if c.Security.User != "" && c.Security.Password == "" {
 		*errs = append(*errs, fmt.Errorf("spring.security.user.name=%q (%s): spring.security.user.password is not set; goreka does not generate one", c.Security.User, c.set[canonicalKey("spring.security.user.name")]))
 	}
-	ssl := &c.Server.SSL
-	if (ssl.Certificate == "") != (ssl.CertificatePrivateKey == "") {
-		*errs = append(*errs, errors.New("server.ssl.certificate and server.ssl.certificate-private-key must be set together"))
-	}
-	if c.TLSEnabled() {
-		for _, p := range []*string{&ssl.Certificate, &ssl.CertificatePrivateKey} {
-			if !filepath.IsAbs(*p) {
-				*p = filepath.Join(workDir, *p)
-			}
-			if _, err := os.Stat(*p); err != nil {
-				*errs = append(*errs, fmt.Errorf("TLS file: %w", err))
-			}
-		}
-	}
+	finishTLS(c, workDir, errs)
 	if !c.IsSet("goreka.xds.address") {
 		c.Goreka.XDS.Address = c.Server.Address
 		derived("goreka.xds.address", c.Server.Address, "server.address")

@@ -13,6 +13,8 @@ var mapProperties = []string{
 	"eureka.instance.metadatamap",
 	"eureka.server.remoteregionurlswithname",
 	"eureka.server.remoteregionappwhitelist",
+	"spring.ssl.bundle.jks",
+	"spring.ssl.bundle.pem",
 }
 
 // envPrefixes are the environment variable prefixes that can hold properties;

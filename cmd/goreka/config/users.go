@@ -37,6 +37,10 @@ type User struct {
 	// Namespaces are the only namespaces the user may use (reads too);
 	// empty: all of them, as before namespaces existed.
 	Namespaces []string
+	// CertificateSubject names the user by a verified client certificate
+	// (server.ssl.client-auth want or need): its subject CN or one of its
+	// DNS or URI SANs. Such a user needs no password.
+	CertificateSubject string
 }
 
 var userRoles = []string{"peer", "admin"}
@@ -79,6 +83,8 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 				u.Name = strings.TrimSpace(v)
 			case "password":
 				u.Password = v
+			case "certificatesubject":
+				u.CertificateSubject = strings.TrimSpace(v)
 			case "roles":
 				for _, r := range splitList(v) {
 					r = strings.ToLower(r)
@@ -99,7 +105,7 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 					u.Namespaces = append(u.Namespaces, ns)
 				}
 			default:
-				*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, roles, apps and namespaces", e.key, e.source, field))
+				*errs = append(*errs, fmt.Errorf("%s (%s): unknown field %q of a user; a user has name, password, certificate-subject, roles, apps and namespaces", e.key, e.source, field))
 			}
 		}
 	}
@@ -108,7 +114,7 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 		idxs = append(idxs, i)
 	}
 	slices.Sort(idxs)
-	seen := map[string]bool{}
+	seen, subjects := map[string]bool{}, map[string]string{}
 	if c.Security.User != "" {
 		seen[c.Security.User] = true
 	}
@@ -122,8 +128,8 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 		case u.Name == "":
 			*errs = append(*errs, fmt.Errorf("%s: a user needs a name", at))
 			continue
-		case u.Password == "":
-			*errs = append(*errs, fmt.Errorf("%s: user %q needs a password", at, u.Name))
+		case u.Password == "" && u.CertificateSubject == "":
+			*errs = append(*errs, fmt.Errorf("%s: user %q needs a password or a certificate-subject", at, u.Name))
 			continue
 		case strings.Contains(u.Name, ":"):
 			*errs = append(*errs, fmt.Errorf("%s: user name %q contains ':', which basic auth cannot carry", at, u.Name))
@@ -133,6 +139,13 @@ func bindUsers(st *stack, c *Config, errs *[]error) {
 			continue
 		}
 		seen[u.Name] = true
+		if u.CertificateSubject != "" {
+			if prev, dup := subjects[u.CertificateSubject]; dup {
+				*errs = append(*errs, fmt.Errorf("%s: certificate-subject %q is user %q's too", at, u.CertificateSubject, prev))
+				continue
+			}
+			subjects[u.CertificateSubject] = u.Name
+		}
 		c.Security.Users = append(c.Security.Users, *u)
 	}
 	c.set[canonicalKey(UsersProperty)] = source
@@ -145,6 +158,9 @@ func usersSummary(us []User) string {
 	parts := make([]string, len(us))
 	for i, u := range us {
 		parts[i] = fmt.Sprintf("%s(roles=%s apps=%s)", u.Name, strings.Join(u.Roles, "|"), strings.Join(u.Apps, "|"))
+		if u.CertificateSubject != "" {
+			parts[i] = strings.TrimSuffix(parts[i], ")") + " certificate-subject=" + u.CertificateSubject + ")"
+		}
 		if len(u.Namespaces) > 0 {
 			parts[i] = strings.TrimSuffix(parts[i], ")") + " namespaces=" + strings.Join(u.Namespaces, "|") + ")"
 		}

@@ -27,3 +27,11 @@ app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | qu
 {{ include "goreka.fullname" . }}-auth
 {{- end -}}
 {{- end -}}
+
+{{- define "goreka.tlsSecret" -}}
+{{- if .Values.tls.secretName -}}
+{{ .Values.tls.secretName }}
+{{- else -}}
+{{ include "goreka.fullname" . }}-tls
+{{- end -}}
+{{- end -}}

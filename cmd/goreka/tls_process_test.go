@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
+	pkcs12 "software.sslmate.com/src/go-pkcs12"
+)
+
+// tlsFiles is a private CA and the files made from it for one test.
+type tlsFiles struct {
+	t      *testing.T
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
+}
+
+func newTLSFiles(t *testing.T) *tlsFiles {
+	t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(der)
+	return &tlsFiles{t: t, dir: t.TempDir(), ca: ca, caKey: k, serial: 1}
+}
+
+// leaf issues a certificate for 127.0.0.1 and localhost, valid from nb to na.
+func (f *tlsFiles) leaf(cn string, nb, na time.Time) (*x509.Certificate, *ecdsa.PrivateKey) {
+	f.t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f.serial++
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(f.serial), Subject: pkix.Name{CommonName: cn}, NotBefore: nb, NotAfter: na,
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, f.ca, &k.PublicKey, f.caKey)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return c, k
+}
+
+func (f *tlsFiles) valid(cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	return f.leaf(cn, time.Now().Add(-time.Hour), time.Now().Add(12*time.Hour))
+}
+
+func (f *tlsFiles) write(name string, b []byte) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+func (f *tlsFiles) p12(name string, c *x509.Certificate, k *ecdsa.PrivateKey, pw string) string {
+	b, err := pkcs12.Modern.Encode(k, c, []*x509.Certificate{f.ca}, pw)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.write(name, b)
+}
+
+func (f *tlsFiles) jks(name, alias string, c *x509.Certificate, k *ecdsa.PrivateKey, pw string) string {
+	ks := keystore.New()
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	if err := ks.SetPrivateKeyEntry(alias, keystore.PrivateKeyEntry{CreationTime: time.Now(), PrivateKey: der,
+		CertificateChain: []keystore.Certificate{{Type: "X509", Content: c.Raw}}}, []byte(pw)); err != nil {
+		f.t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ks.Store(&b, []byte(pw)); err != nil {
+		f.t.Fatal(err)
+	}
+	return f.write(name, b.Bytes())
+}
+
+func (f *tlsFiles) pemPair(name string, c *x509.Certificate, k *ecdsa.PrivateKey) (crt, key string) {
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	return f.write(name+".crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})),
+		f.write(name+".key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+func (f *tlsFiles) caFile() string {
+	return f.write("ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.ca.Raw}))
+}
+
+// TestTLSConfigErrors: bad TLS material stops the start with exit 2 and
+// one line that names the property and the problem, never a stack trace.
+func TestTLSConfigErrors(t *testing.T) {
+	f := newTLSFiles(t)
+	c, k := f.valid("goreka")
+	p12 := f.p12("ks.p12", c, k, "secret")
+	jks := f.jks("ks.jks", "goreka", c, k, "storepw")
+	oc, ok := f.leaf("old", time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour))
+	oldCrt, oldKey := f.pemPair("old", oc, ok)
+	yc, yk := f.leaf("early", time.Now().Add(time.Hour), time.Now().Add(48*time.Hour))
+	earlyCrt, earlyKey := f.pemPair("early", yc, yk)
+	goodCrt, _ := f.pemPair("good", c, k)
+	_, otherKey := f.valid("other")
+	_, wrongKey := f.pemPair("other", c, otherKey)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"wrong PKCS12 password", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "wrong password", p12}},
+		{"wrong JKS password", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-type=JKS", "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "wrong password"}},
+		{"missing alias", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-password=storepw", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", `no key entry "tomcat"`, "goreka"}},
+		{"missing PKCS12 alias", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", `no key entry "tomcat"`}},
+		{"expired", []string{"--server.ssl.certificate=" + oldCrt, "--server.ssl.certificate-private-key=" + oldKey}, []string{"server.ssl.certificate", "expired at"}},
+		{"not yet valid", []string{"--server.ssl.certificate=" + earlyCrt, "--server.ssl.certificate-private-key=" + earlyKey}, []string{"server.ssl.certificate", "not valid yet"}},
+		{"key does not match", []string{"--server.ssl.certificate=" + goodCrt, "--server.ssl.certificate-private-key=" + wrongKey}, []string{"server.ssl.certificate", "does not match"}},
+		{"unknown store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-type=BKS"}, []string{"server.ssl.key-store-type", `"BKS"`}},
+		{"unknown cipher", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.ciphers=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NO_SUCH_SUITE"}, []string{"server.ssl.ciphers", "TLS_NO_SUCH_SUITE"}},
+		{"unknown protocol", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.enabled-protocols=SSLv3"}, []string{"server.ssl.enabled-protocols", "SSLv3"}},
+		{"bad client-auth", []string{"--server.ssl.key-store=" + p12, "--server.ssl.client-auth=sometimes"}, []string{"server.ssl.client-auth", "sometimes"}},
+		{"unknown bundle", []string{"--server.ssl.bundle=web", "--spring.ssl.bundle.jks.api.keystore.location=" + jks}, []string{"server.ssl.bundle", `"web"`, "api"}},
+		{"bundle wrong password", []string{"--server.ssl.bundle=web", "--spring.ssl.bundle.jks.web.keystore.location=" + jks, "--spring.ssl.bundle.jks.web.keystore.password=nope"},
+			[]string{"spring.ssl.bundle.jks.web.keystore.password", "wrong password"}},
+		{"client trust store password", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.trust-store=" + p12, "--eureka.client.tls.trust-store-password=nope"},
+			[]string{"eureka.client.tls.trust-store-password", "wrong password"}},
+		{"client key store missing", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + filepath.Join(f.dir, "absent.p12")},
+			[]string{"eureka.client.tls.key-store", "absent.p12", "no such file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, args := opsArgs(t, tc.args...)
+			code, _, stderr := runToExit(t, 30*time.Second, args...)
+			line := strings.TrimSuffix(stderr, "\n")
+			if code != 2 || line == "" || strings.Contains(line, "\n") || strings.Contains(line, "goroutine") || !strings.HasPrefix(line, "goreka: invalid configuration: ") {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%q does not name %s", line, w)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSMutualAuthServing: goreka on a PKCS12 keystore with
+// client-auth=need and a certificate-subject user. A client certificate is
+// that user (its app writable, another app 403); no certificate fails the
+// handshake; a rotated keystore is served to new connections while an
+// open one goes on.
+func TestTLSMutualAuthServing(t *testing.T) {
+	f := newTLSFiles(t)
+	c, k := f.valid("first")
+	ks := filepath.Join(f.dir, "server.p12")
+	f.p12("server.p12", c, k, "changeit")
+	ca := f.caFile()
+	addr, a := serveOps(t, "--server.ssl.key-store="+ks, "--server.ssl.key-store-password=changeit", "--server.ssl.trust-certificate="+ca,
+		"--server.ssl.client-auth=need", "--goreka.security.users[0].name=orders", "--goreka.security.users[0].certificate-subject=orders-client",
+		"--goreka.security.users[0].apps=ORDERS")
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	cc, ck := f.valid("orders-client")
+	client := func(cert bool) *http.Client {
+		tc := &tls.Config{RootCAs: roots}
+		if cert {
+			tc.Certificates = []tls.Certificate{{Certificate: [][]byte{cc.Raw}, PrivateKey: ck}}
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		return hc
+	}
+	withCert := client(true)
+	post := func(app string) (*http.Response, string) {
+		body := `{"instance":{"instanceId":"i-1","hostName":"h1","app":"` + app + `","ipAddr":"10.0.0.1","status":"UP","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`
+		resp, err := withCert.Post("https://"+addr+"/eureka/apps/"+app, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	if resp, b := post("ORDERS"); resp.StatusCode != 204 {
+		t.Fatalf("register with the user's certificate: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := post("PAYMENTS"); resp.StatusCode != 403 || !strings.Contains(b, `user "orders" may not register instances of application PAYMENTS`) {
+		t.Fatalf("another app: %d %s", resp.StatusCode, b)
+	}
+	if resp, err := client(false).Get("https://" + addr + "/eureka/apps"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a client without a certificate was answered %d", resp.StatusCode)
+	}
+
+	// Rotation: a new keystore in place; the open connection (kept alive
+	// in withCert) goes on, a new one sees the new certificate.
+	c2, k2 := f.valid("second")
+	f.p12("server.p12", c2, k2, "changeit")
+	if !a.tlsIn.Check() {
+		t.Fatal("the new keystore was not taken")
+	}
+	resp, err := withCert.Get("https://" + addr + "/eureka/apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.TLS.PeerCertificates[0].Subject.CommonName; got != "first" {
+		t.Fatalf("the kept-alive connection was replaced (serves %s)", got)
+	}
+	resp, err = client(true).Get("https://" + addr + "/eureka/apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.TLS.PeerCertificates[0].Subject.CommonName; resp.StatusCode != 200 || got != "second" {
+		t.Fatalf("new connection: %d, certificate %s", resp.StatusCode, got)
+	}
+	resp, err = withCert.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := fmt.Sprintf(`goreka_tls_certificate_expiry_seconds{use="server"} %g`, float64(c2.NotAfter.Unix()))
+	if !strings.Contains(string(m), want) || !strings.Contains(string(m), `goreka_tls_certificate_expiry_seconds{use="server-trust"}`) {
+		t.Fatalf("metrics lack %s:\n%s", want, grepLines(string(m), "goreka_tls"))
+	}
+}

@@ -1,0 +1,19 @@
+// Package tlsconf builds goreka's TLS, server and client side, from what a
+// Spring Boot user configures: keystores (PKCS12 through go-pkcs12, JKS
+// through keystore-go) or PEM files, truststores, client-auth none, want or
+// need, Java's protocol and IANA cipher names.
+//
+// The material is held by a *Server or *Client and handed to each
+// handshake (GetConfigForClient and GetCertificate on the server side;
+// ConfigFor, one configuration per new client connection), so that Check,
+// called by Poll every interval, can swap in changed files without a
+// restart: open connections keep what they
+// negotiated, the next handshake gets the new certificate or trust. A
+// change is a change of the files' content, so a Kubernetes Secret volume's
+// ..data symlink swap is one too. A new file that does not load (a key that
+// does not match, a certificate expired or not yet valid, a wrong password)
+// is logged once and the old material stays.
+//
+// Every problem found while loading is an *Error naming the property to
+// fix, for start-up errors that need no stack trace.
+package tlsconf
