@@ -80,6 +80,17 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TypeUrl = typeURL
+	if len(s.cfg.Namespaces) > 0 {
+		// The main port's edge authenticated the caller for this route; a
+		// user restricted to some namespaces may not name another one in
+		// its node.
+		if user, ok := s.validBasic(r.Header.Get("Authorization")); ok {
+			if err := s.userMayRead(user, keyOf(req.GetNode(), false).ns); err != nil {
+				fail(http.StatusForbidden, "%s", status.Convert(err).Message())
+				return
+			}
+		}
+	}
 	resp, err := s.fetch(req)
 	switch {
 	case errors.Is(err, errNotModified):

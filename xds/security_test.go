@@ -13,11 +13,14 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
@@ -26,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
 
@@ -67,6 +71,12 @@ func (basic) RequireTransportSecurity() bool { return true }
 // answer's error, if any.
 func cds(t *testing.T, addr string, opts ...grpc.DialOption) error {
 	t.Helper()
+	return cdsAs(t, addr, node("e"), opts...)
+}
+
+// cdsAs is cds for node n.
+func cdsAs(t *testing.T, addr string, n *core.Node, opts ...grpc.DialOption) error {
+	t.Helper()
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +88,7 @@ func cds(t *testing.T, addr string, opts ...grpc.DialOption) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Send(&discovery.DiscoveryRequest{Node: node("e"), TypeUrl: resource.ClusterType}); err != nil && err != io.EOF {
+	if err := st.Send(&discovery.DiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil && err != io.EOF {
 		return err
 	}
 	_, err = st.Recv() // after an io.EOF from Send too: the stream's status
@@ -154,8 +164,60 @@ func TestValidBasic(t *testing.T) {
 		"Basic !!!": false,
 		"":          false,
 	} {
-		if got := s.validBasic(h); got != want {
+		if _, got := s.validBasic(h); got != want {
 			t.Errorf("validBasic(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// A user restricted to some namespaces (goreka.security.users[N].namespaces)
+// cannot read another one by naming it in its node's metadata, over gRPC or
+// the REST form; an unrestricted user reads both.
+func TestCredentialsKeepAUserToItsNamespaces(t *testing.T) {
+	cert, pool := selfSigned(t)
+	f := newFixture(t, Config{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil },
+		Credentials:    map[string]string{"ops": "all", "team": "dev-only"},
+		Namespaces:     map[string][]string{"team": {"dev"}},
+	})
+	f.s.Attach("dev", registry.New(registry.Options{Now: f.clock.Now}))
+	f.register(inst("A", "a1", "10.0.0.1"))
+	f.sync()
+	if err := f.s.Start(t.Context(), "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	addr := f.s.Addr().String()
+	tlsCreds := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool}))
+	as := func(user, pass string) grpc.DialOption { return grpc.WithPerRPCCredentials(basic{user, pass}) }
+	for _, tc := range []struct {
+		user, pass, ns string
+		want           codes.Code
+	}{
+		{"team", "dev-only", "dev", codes.OK},
+		{"team", "dev-only", "default", codes.PermissionDenied},
+		{"ops", "all", "dev", codes.OK},
+		{"ops", "all", "default", codes.OK},
+	} {
+		err := cdsAs(t, addr, node("n-"+tc.user, NodeNamespace, tc.ns), tlsCreds, as(tc.user, tc.pass))
+		if status.Code(err) != tc.want {
+			t.Errorf("%s reading %s: %v, want %v", tc.user, tc.ns, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		user, pass, ns string
+		want           int
+	}{
+		{"team", "dev-only", "default", http.StatusForbidden},
+		{"team", "dev-only", "dev", http.StatusOK},
+		{"ops", "all", "default", http.StatusOK},
+	} {
+		body := `{"node": {"id": "r", "metadata": {"goreka.namespace": "` + tc.ns + `"}}}`
+		req := httptest.NewRequest(http.MethodPost, resource.FetchClusters, strings.NewReader(body))
+		req.SetBasicAuth(tc.user, tc.pass)
+		rec := httptest.NewRecorder()
+		f.s.Handler().ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("REST: %s reading %s: %d %s, want %d", tc.user, tc.ns, rec.Code, rec.Body, tc.want)
 		}
 	}
 }

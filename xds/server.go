@@ -60,6 +60,11 @@ type Config struct {
 	// refused with UNAUTHENTICATED and a log line (at most one per 10 s).
 	// The REST form is behind the main port's own authentication.
 	Credentials map[string]string
+	// Namespaces, for a user of Credentials restricted to some namespaces
+	// (goreka.security.users[N].namespaces), lists them: that user's node
+	// may name no other namespace (PERMISSION_DENIED, 403 on the REST form).
+	// A user without an entry may read every namespace.
+	Namespaces map[string][]string
 }
 
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
@@ -79,6 +84,7 @@ type Server struct {
 	closing bool // Close has begun: Attach starts no feeder
 	spaces  map[string]*space
 	streams map[streamKey]*streamInfo // streams whose node has been seen
+	users   map[streamKey]string      // the authenticated user of each stream (with Credentials)
 	counts  map[[2]string]int         // goreka_xds_clients by kind and namespace
 
 	// synced, when set (tests), is called after each update of a
@@ -116,6 +122,7 @@ func New(cfg Config) *Server {
 		cfg: cfg, log: cfg.Logger,
 		spaces:  map[string]*space{},
 		streams: map[streamKey]*streamInfo{},
+		users:   map[streamKey]string{},
 		counts:  map[[2]string]int{},
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
@@ -503,6 +510,7 @@ func (s *Server) closed(sk streamKey) {
 	s.mu.Lock()
 	si := s.streams[sk]
 	delete(s.streams, sk)
+	delete(s.users, sk)
 	if si != nil && si.counted {
 		lv := [2]string{si.key.kind.String(), si.key.ns}
 		if s.counts[lv]--; s.counts[lv] <= 0 {
@@ -527,9 +535,14 @@ func (s *Server) callbacks() serverv3.Callbacks {
 	return serverv3.CallbackFuncs{
 		StreamClosedFunc:      func(id int64, _ *core.Node) { s.closed(streamKey{id: id}) },
 		DeltaStreamClosedFunc: func(id int64, _ *core.Node) { s.closed(streamKey{delta: true, id: id}) },
+		StreamOpenFunc:      func(ctx context.Context, id int64, _ string) error { return s.opened(ctx, streamKey{id: id}) },
+		DeltaStreamOpenFunc: func(ctx context.Context, id int64, _ string) error { return s.opened(ctx, streamKey{delta: true, id: id}) },
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
 			sk := streamKey{id: id}
 			n := s.seen(sk, req.GetNode())
+			if err := s.mayRead(sk, n); err != nil {
+				return err
+			}
 			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
 				st = status.FromProto(d)
@@ -541,6 +554,9 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
 			sk := streamKey{delta: true, id: id}
 			n := s.seen(sk, req.GetNode())
+			if err := s.mayRead(sk, n); err != nil {
+				return err
+			}
 			var st *status.Status
 			if d := req.GetErrorDetail(); d != nil {
 				st = status.FromProto(d)

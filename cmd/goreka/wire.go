@@ -37,8 +37,11 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds
 	c := xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")}
 	if sec.Password != "" || len(sec.Users) > 0 { // as the main port's authentication
 		c.Credentials = map[string]string{sec.User: sec.Password, sec.ReadOnlyUser: sec.ReadOnlyPassword}
+		c.Namespaces = map[string][]string{}
 		for _, u := range sec.Users {
-			c.Credentials[u.Name] = u.Password
+			if c.Credentials[u.Name] = u.Password; len(u.Namespaces) > 0 {
+				c.Namespaces[u.Name] = u.Namespaces
+			}
 		}
 		delete(c.Credentials, "") // an unset user or read-only user
 	}
