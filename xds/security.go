@@ -136,7 +136,7 @@ func (s *Server) validBasic(h string) (string, bool) {
 	// Compared whether or not the user is known, so that the time does
 	// not tell which users exist.
 	eq := subtle.ConstantTimeCompare([]byte(pass), []byte(want)) == 1
-	return user, known && eq
+	return user, known && eq && want != "" // a user without a password (a certificate's) never matches
 }
 
 // refusalEvery is the least time between two refusal log lines; the calls

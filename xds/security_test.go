@@ -155,12 +155,13 @@ func TestTLSAndCredentials(t *testing.T) {
 
 // A raw authorization value that is not Basic user:password is refused.
 func TestValidBasic(t *testing.T) {
-	s := New(Config{Credentials: map[string]string{"u": "p:w"}})
+	s := New(Config{Credentials: map[string]string{"u": "p:w", "cert-user": ""}})
 	for h, want := range map[string]bool{
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):  true,
-		"basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):  true,
-		"Bearer " + base64.StdEncoding.EncodeToString([]byte("u:p:w")): false,
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("u")):      false,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):      true,
+		"basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):      true,
+		"Bearer " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):     false,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("u")):          false,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte("cert-user:")): false,
 		"Basic !!!": false,
 		"":          false,
 	} {

@@ -43,7 +43,11 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds
 				c.Namespaces[u.Name] = u.Namespaces
 			}
 		}
-		delete(c.Credentials, "") // an unset user or read-only user
+		for u, p := range c.Credentials { // unset users, and certificate users, who have no password
+			if u == "" || p == "" {
+				delete(c.Credentials, u)
+			}
+		}
 	}
 	if tlsIn != nil {
 		c.GetCertificate = tlsIn.GetCertificate // the main port's, rotated with it
