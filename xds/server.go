@@ -535,8 +535,10 @@ func (s *Server) callbacks() serverv3.Callbacks {
 	return serverv3.CallbackFuncs{
 		StreamClosedFunc:      func(id int64, _ *core.Node) { s.closed(streamKey{id: id}) },
 		DeltaStreamClosedFunc: func(id int64, _ *core.Node) { s.closed(streamKey{delta: true, id: id}) },
-		StreamOpenFunc:      func(ctx context.Context, id int64, _ string) error { return s.opened(ctx, streamKey{id: id}) },
-		DeltaStreamOpenFunc: func(ctx context.Context, id int64, _ string) error { return s.opened(ctx, streamKey{delta: true, id: id}) },
+		StreamOpenFunc:        func(ctx context.Context, id int64, _ string) error { return s.opened(ctx, streamKey{id: id}) },
+		DeltaStreamOpenFunc: func(ctx context.Context, id int64, _ string) error {
+			return s.opened(ctx, streamKey{delta: true, id: id})
+		},
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
 			sk := streamKey{id: id}
 			n := s.seen(sk, req.GetNode())
