@@ -66,6 +66,9 @@ type Registry struct {
 	// (static.go); staticN counts their leases.
 	static  map[InstanceKey]*Instance
 	staticN int
+	// imported holds the imported instances as the importer gave them
+	// (imported.go); their leases count in staticN too.
+	imported map[InstanceKey]*Instance
 	// appRev is the revision of the last change to each application, and
 	// recentCount the number of its entries in recent (outline.go). An
 	// application leaves both when it has neither instances nor entries.
@@ -110,6 +113,7 @@ func New(o Options) *Registry {
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
 		static:      make(map[InstanceKey]*Instance),
+		imported:    make(map[InstanceKey]*Instance),
 		expected:    o.ExpectedClients,
 		registered:  ring{max: o.LastN},
 		cancelled:   ring{max: o.LastN},

@@ -27,7 +27,7 @@ func (r *Registry) Export() Snapshot {
 	s := Snapshot{Instances: make([]LeaseView, 0, r.size), Overrides: maps.Clone(r.overrides)}
 	for _, group := range r.apps {
 		for _, l := range group {
-			if l.static {
+			if l.static && l.source == "" {
 				continue // the configuration brings it back
 			}
 			v := l.view()
@@ -116,6 +116,11 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 		l.lastUpdate.Store(now.UnixNano())
 		l.beat.Store(now.UnixNano())
+		if src := in.Metadata[MetaSource]; src != "" {
+			// Imported: lease-less again until its importer reconciles.
+			l.static, l.source = true, src
+			r.imported[InstanceKey{in.App, id}] = in
+		}
 		r.placeLocked(in.App, id, nil, l)
 		r.commitLocked(EventRegister, l, "", "", true, true)
 		n++

@@ -190,6 +190,27 @@ type GorekaConfig struct {
 	FetchLimit      FetchLimitConfig
 	Namespaces      NamespacesConfig
 	XDS             XDSConfig
+	Kubernetes      KubernetesConfig
+}
+
+// KubernetesConfig holds goreka.kubernetes.*: the Kubernetes bridge
+// (package kube; cmd/goreka maps it onto kube.Config).
+type KubernetesConfig struct {
+	Enabled     bool          // goreka.kubernetes.enabled
+	Kubeconfig  string        // goreka.kubernetes.kubeconfig; empty: in-cluster
+	ClusterID   string        // goreka.kubernetes.cluster-id
+	ResyncGrace time.Duration // goreka.kubernetes.resync-grace
+	Import      struct {
+		Enabled       bool     // goreka.kubernetes.import.enabled
+		Namespaces    []string // goreka.kubernetes.import.namespaces; empty: all
+		PortName      string   // goreka.kubernetes.import.port-name; empty: the first port
+		NamespaceMode string   // goreka.kubernetes.import.namespace-mode: default or namespaces
+	}
+	Export struct {
+		Enabled   bool   // goreka.kubernetes.export.enabled
+		Namespace string // goreka.kubernetes.export.namespace
+		Endpoints bool   // goreka.kubernetes.export.endpoints
+	}
 }
 
 // XDSConfig holds goreka.xds.*: the xDS server for Envoy and proxyless gRPC
