@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 )
@@ -115,6 +116,17 @@ func (f *fixture) register(app, id, ip string, port int, mut ...func(*registry.I
 	}
 }
 
+// imported stores an instance as the importer does (registry.Import).
+func (f *fixture) imported(app, id, ip string, port int) {
+	f.t.Helper()
+	in := &registry.Instance{App: app, InstanceID: id, HostName: ip, IPAddr: ip, Status: registry.StatusUp,
+		Port: registry.Port{Number: port, Enabled: true}, DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn},
+		Metadata: map[string]string{kube.MetaSource: kube.SourceKubernetes}}
+	if _, err := f.reg.Import(in); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *fixture) service(name string) *corev1.Service {
 	s, err := f.client.CoreV1().Services(ns).Get(f.ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -124,7 +136,7 @@ func (f *fixture) service(name string) *corev1.Service {
 }
 
 func (f *fixture) slices(name string) []discoveryv1.EndpointSlice {
-	l, err := f.client.DiscoveryV1().EndpointSlices(ns).List(f.ctx, metav1.ListOptions{LabelSelector: labelServiceName + "=" + name})
+	l, err := f.client.DiscoveryV1().EndpointSlices(ns).List(f.ctx, metav1.ListOptions{LabelSelector: kube.LabelServiceName + "=" + name})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -193,15 +205,15 @@ func TestExportsAnApplication(t *testing.T) {
 	// Not exported: loopback, no address, imported from Kubernetes.
 	f.register("ORDERS", "lo", "127.0.0.1", 8080)
 	f.register("ORDERS", "none", "host.example", 8080)
-	f.register("ORDERS", "imp", "10.244.0.9", 8080, func(in *registry.Instance) { in.Metadata[sourceKey] = sourceKubernetes })
-	f.register("IMPORTED", "i", "10.244.1.1", 80, func(in *registry.Instance) { in.Metadata[sourceKey] = sourceKubernetes })
+	f.imported("ORDERS", "imp", "10.244.0.9", 8080)
+	f.imported("IMPORTED", "i", "10.244.1.1", 80)
 	f.settle()
 
 	svc := f.service("orders")
 	if svc == nil {
 		t.Fatal("no Service orders")
 	}
-	if !owns(svc.Labels, svc.Annotations, "c1") || svc.Annotations[AnnotationApp] != "ORDERS" || len(svc.Spec.Selector) != 0 {
+	if !kube.Owns(svc.Labels, svc.Annotations, "c1") || svc.Annotations[AnnotationApp] != "ORDERS" || len(svc.Spec.Selector) != 0 {
 		t.Errorf("service meta %v %v selector %v", svc.Labels, svc.Annotations, svc.Spec.Selector)
 	}
 	var ports []string
@@ -216,7 +228,7 @@ func TestExportsAnApplication(t *testing.T) {
 		t.Fatalf("%d slices", len(sl))
 	}
 	s := sl[0]
-	if s.Labels[labelManagedBy] != managedBy || s.Labels[labelClusterID] != "c1" || s.AddressType != discoveryv1.AddressTypeIPv4 {
+	if s.Labels[kube.LabelManagedBy] != kube.ManagedBy || s.Labels[kube.LabelClusterID] != "c1" || s.AddressType != discoveryv1.AddressTypeIPv4 {
 		t.Errorf("slice %v %v", s.Labels, s.AddressType)
 	}
 	var got []string
@@ -243,7 +255,7 @@ func TestExportsAnApplication(t *testing.T) {
 		t.Errorf("slice ports %v", sp)
 	}
 	ep := f.endpointsOf("orders")
-	if ep == nil || ep.Labels[labelSkipMirror] != "true" || len(ep.Subsets) != 1 {
+	if ep == nil || ep.Labels[kube.LabelSkipMirror] != "true" || len(ep.Subsets) != 1 {
 		t.Fatalf("endpoints %+v", ep)
 	}
 	if a, nr := ep.Subsets[0].Addresses, ep.Subsets[0].NotReadyAddresses; len(a) != 1 || a[0].IP != "10.244.0.1" || len(nr) != 2 {
@@ -257,7 +269,10 @@ func TestExportsAnApplication(t *testing.T) {
 	}
 
 	// Gone from the registry: gone from Kubernetes.
-	for _, id := range []string{"a", "b", "c", "lo", "none", "imp"} {
+	if err := f.reg.Withdraw("ORDERS", "imp"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c", "lo", "none"} {
 		if err := f.reg.Cancel("ORDERS", id, false); err != nil {
 			t.Fatal(err)
 		}
@@ -308,9 +323,9 @@ func TestCollisionsAreRefused(t *testing.T) {
 	// Labelled as goreka's of this cluster id, but without the annotation:
 	// not created by this goreka.
 	lookalike := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "billing", Namespace: ns,
-		Labels: map[string]string{labelManagedBy: managedBy, labelClusterID: "c1"}}}
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: "c1"}}}
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "stock", Namespace: ns,
-		Labels: map[string]string{labelManagedBy: managedBy, labelClusterID: "c2"}, Annotations: map[string]string{annotationOwner: "c2"}}}
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: "c2"}, Annotations: map[string]string{kube.AnnotationOwner: "c2"}}}
 	f := newFixture(t, foreign, lookalike, other)
 	f.register("PAYMENTS", "p", "10.244.0.1", 8080)
 	f.register("BILLING", "b", "10.244.0.2", 8080)
@@ -363,7 +378,7 @@ func equalMeta(a, b *corev1.Service) bool {
 // Service goreka exports, without goreka's annotation.
 func TestObjectsNotOursAreUntouched(t *testing.T) {
 	strange := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "orders-manual", Namespace: ns,
-		Labels: map[string]string{labelServiceName: "orders", labelManagedBy: managedBy, labelClusterID: "c1"}},
+		Labels: map[string]string{kube.LabelServiceName: "orders", kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: "c1"}},
 		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.1.1"}}}}
 	f := newFixture(t, strange)
 	f.register("ORDERS", "a", "10.244.0.1", 8080)

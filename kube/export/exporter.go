@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -68,7 +69,7 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Buffer is the change stream's buffer (events). 0 = 4096.
 	Buffer  int
-	Metrics *metrics
+	Metrics *kube.Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
 }
@@ -78,7 +79,7 @@ type Config struct {
 type Exporter struct {
 	cfg Config
 	log *slog.Logger
-	m   *metrics
+	m   *kube.Metrics
 	now func() time.Time
 
 	reg *registry.Registry
@@ -138,7 +139,7 @@ func New(cfg Config, reg *registry.Registry) *Exporter {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = newMetrics()
+		cfg.Metrics = kube.NewMetrics()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -157,18 +158,18 @@ func New(cfg Config, reg *registry.Registry) *Exporter {
 	// collision); only goreka's own slices and Endpoints of this cluster id.
 	all := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace))
 	svcInf := all.Core().V1().Services().Informer()
-	ownSel := labels.SelectorFromSet(labels.Set{labelManagedBy: managedBy, labelClusterID: cfg.ClusterID}).String()
+	ownSel := labels.SelectorFromSet(labels.Set{kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: cfg.ClusterID}).String()
 	own := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ownSel }))
 	sliceInf := own.Discovery().V1().EndpointSlices().Informer()
-	_ = sliceInf.AddIndexers(cache.Indexers{labelServiceName: func(o any) ([]string, error) {
-		return []string{o.(*discoveryv1.EndpointSlice).Labels[labelServiceName]}, nil
+	_ = sliceInf.AddIndexers(cache.Indexers{kube.LabelServiceName: func(o any) ([]string, error) {
+		return []string{o.(*discoveryv1.EndpointSlice).Labels[kube.LabelServiceName]}, nil
 	}})
 	e.services = newStore[*corev1.Service](svcInf)
 	e.slicesSt = newStore[*discoveryv1.EndpointSlice](sliceInf)
 	e.synced = []cache.InformerSynced{svcInf.HasSynced, sliceInf.HasSynced}
 	watch(svcInf, e.services, func(o *corev1.Service) string { return o.Name }, e)
-	watch(sliceInf, e.slicesSt, func(o *discoveryv1.EndpointSlice) string { return o.Labels[labelServiceName] }, e)
+	watch(sliceInf, e.slicesSt, func(o *discoveryv1.EndpointSlice) string { return o.Labels[kube.LabelServiceName] }, e)
 	if cfg.Endpoints {
 		epInf := own.Core().V1().Endpoints().Informer()
 		e.endpoints = newStore[*corev1.Endpoints](epInf)
@@ -297,7 +298,7 @@ func (e *Exporter) reset(view *registry.Applications) {
 	for _, a := range view.Apps {
 		m := map[string]*registry.Instance{}
 		for _, lv := range a.Instances {
-			if in := lv.Instance; in != nil && in.Metadata[sourceKey] == "" {
+			if in := lv.Instance; in != nil && !kube.Imported(in.Metadata) {
 				m[lv.Instance.ID()] = in
 			}
 		}
@@ -326,7 +327,7 @@ func (e *Exporter) apply(ev registry.Event) {
 	e.mu.Lock()
 	m := e.apps[ev.App]
 	switch {
-	case ev.Kind.Removal() || in == nil || in.Metadata[sourceKey] != "":
+	case ev.Kind.Removal() || in == nil || kube.Imported(in.Metadata):
 		if _, ok := m[ev.ID]; !ok {
 			e.mu.Unlock()
 			return
@@ -374,14 +375,14 @@ func (e *Exporter) markAll(now time.Time) {
 	}
 	e.mu.Unlock()
 	for _, s := range e.services.all() {
-		if owns(s.Labels, s.Annotations, e.cfg.ClusterID) {
+		if kube.Owns(s.Labels, s.Annotations, e.cfg.ClusterID) {
 			e.mu.Lock()
 			e.pending[s.Name] = now
 			e.mu.Unlock()
 		}
 	}
 	for _, s := range e.slicesSt.all() {
-		if n := s.Labels[labelServiceName]; n != "" && owns(s.Labels, s.Annotations, e.cfg.ClusterID) {
+		if n := s.Labels[kube.LabelServiceName]; n != "" && kube.Owns(s.Labels, s.Annotations, e.cfg.ClusterID) {
 			e.mu.Lock()
 			e.pending[n] = now
 			e.mu.Unlock()
@@ -389,7 +390,7 @@ func (e *Exporter) markAll(now time.Time) {
 	}
 	if e.endpoints != nil {
 		for _, o := range e.endpoints.all() {
-			if owns(o.Labels, o.Annotations, e.cfg.ClusterID) {
+			if kube.Owns(o.Labels, o.Annotations, e.cfg.ClusterID) {
 				e.mu.Lock()
 				e.pending[o.Name] = now
 				e.mu.Unlock()
@@ -570,7 +571,7 @@ func (e *Exporter) accept(name string) {
 }
 
 func (e *Exporter) ours(o metav1.Object) bool {
-	return owns(o.GetLabels(), o.GetAnnotations(), e.cfg.ClusterID)
+	return kube.Owns(o.GetLabels(), o.GetAnnotations(), e.cfg.ClusterID)
 }
 
 // sync makes Service name and its slices and Endpoints what the registry
@@ -623,10 +624,10 @@ func (e *Exporter) sync(ctx context.Context, name string) error {
 }
 
 func (e *Exporter) meta(name, app string, extra map[string]string) metav1.ObjectMeta {
-	l := map[string]string{labelManagedBy: managedBy, labelClusterID: e.cfg.ClusterID}
+	l := map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: e.cfg.ClusterID}
 	maps.Copy(l, extra)
 	return metav1.ObjectMeta{Name: name, Namespace: e.cfg.Namespace, Labels: l,
-		Annotations: map[string]string{annotationOwner: e.cfg.ClusterID, AnnotationApp: app}}
+		Annotations: map[string]string{kube.AnnotationOwner: e.cfg.ClusterID, AnnotationApp: app}}
 }
 
 // metaDiffers reports whether cur lacks a label or annotation of want.
@@ -698,8 +699,8 @@ func samePorts(cur, want []corev1.ServicePort) bool {
 
 // ownedSlices returns goreka's slices of Service name, by name.
 func (e *Exporter) ownedSlices(name string) []*discoveryv1.EndpointSlice {
-	out := e.slicesSt.byIndex(labelServiceName, name, func(s *discoveryv1.EndpointSlice) bool {
-		return s.Labels[labelServiceName] == name && e.ours(s)
+	out := e.slicesSt.byIndex(kube.LabelServiceName, name, func(s *discoveryv1.EndpointSlice) bool {
+		return s.Labels[kube.LabelServiceName] == name && e.ours(s)
 	})
 	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return cmpString(a.Name, b.Name) })
 	return out
@@ -741,7 +742,7 @@ func (e *Exporter) syncSlices(ctx context.Context, svc *corev1.Service, app stri
 		}
 		kept[p.name] = true
 		w := &discoveryv1.EndpointSlice{
-			ObjectMeta:  e.meta(p.name, app, map[string]string{labelServiceName: name}),
+			ObjectMeta:  e.meta(p.name, app, map[string]string{kube.LabelServiceName: name}),
 			AddressType: p.group.addressType,
 			Endpoints:   p.endpoints,
 			Ports:       slicePorts(p.group.ports),
@@ -828,7 +829,7 @@ func (e *Exporter) syncEndpoints(ctx context.Context, name, app string, eps []en
 		return nil
 	}
 	subs, truncated := subsets(eps)
-	want := &corev1.Endpoints{ObjectMeta: e.meta(name, app, map[string]string{labelSkipMirror: "true"}), Subsets: subs}
+	want := &corev1.Endpoints{ObjectMeta: e.meta(name, app, map[string]string{kube.LabelSkipMirror: "true"}), Subsets: subs}
 	if truncated {
 		want.Annotations[overCapacity] = "truncated"
 	}

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -82,7 +83,7 @@ type endpoint struct {
 // not exported: an instance imported from Kubernetes, one without an IP
 // address the API server accepts, one without a port.
 func exportable(in *registry.Instance) (endpoint, string) {
-	if in.Metadata[sourceKey] != "" {
+	if kube.Imported(in.Metadata) {
 		return endpoint{}, "imported"
 	}
 	ip, err := netip.ParseAddr(in.IPAddr)
