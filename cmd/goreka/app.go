@@ -12,6 +12,7 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/kube/export"
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -38,6 +39,9 @@ type app struct {
 	http    *http.Server
 	me      replication.SelfInfo
 	xds     *xds.Server // nil (serving nothing) unless goreka.xds.enabled
+	// kubeExport writes the default namespace to Kubernetes; nil unless
+	// goreka.kubernetes.export.enabled.
+	kubeExport *export.Exporter
 
 	// defaultPeers is the default namespace's peer list (applyPeers), from
 	// which every namespace's comes.
@@ -91,6 +95,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		return nil, err
 	}
 	a.srv.SetNamespaces(namespaceServers{a.ns})
+	if a.kubeExport, err = a.kubeExporter(); err != nil {
+		return nil, err
+	}
 	a.http = httpServer(cfg, a.srv, log)
 	return a, nil
 }
@@ -149,6 +156,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	a.openNamespaces(ctx)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
+	}
+	if a.kubeExport != nil { // contests the Lease; writes after goreka.kubernetes.resync-grace
+		wg.Go(func() { a.kubeExport.Run(ctx) })
 	}
 	a.log.Info("goreka started", "addr", ln.Addr().String(), "app", a.cfg.AppName, "instance", a.cfg.Instance.InstanceID,
 		"self_preservation", a.cfg.EurekaServer.EnableSelfPreservation)

@@ -12,6 +12,8 @@ import (
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/kube"
+	"github.com/goreka/goreka/kube/export"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -28,6 +30,20 @@ func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
 		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")})
 	}
 	return nil
+}
+
+// kubeExporter maps goreka.kubernetes.export.* onto the exporter of the
+// default namespace: nil unless enabled.
+func (a *app) kubeExporter() (*export.Exporter, error) {
+	k := a.cfg.Goreka.Kubernetes
+	kc := kube.Config{Enabled: k.Enabled, Kubeconfig: k.Kubeconfig, ClusterID: k.ClusterID, ResyncGrace: k.ResyncGrace,
+		Export: kube.ExportConfig{Enabled: k.Export.Enabled, Namespace: k.Export.Namespace, Endpoints: k.Export.Endpoints}}
+	m := kube.NewMetrics() // at the merge with the importer: the one set both directions share
+	e, err := export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, m, a.log.With("component", "kubernetes-export"), a.now)
+	if e != nil {
+		a.metrics.Registry().MustRegister(m.Collector())
+	}
+	return e, err
 }
 
 // One function per package maps goreka's configuration onto that
