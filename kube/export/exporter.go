@@ -101,6 +101,7 @@ type Exporter struct {
 	refused map[string]string                        // Service name -> why, logged once
 	owned   map[string]bool                          // Service names exported by this node as leader
 	wake    chan struct{}
+	busy    int // Services taken by Step and not finished
 
 	// keepLease (tests) leaves the Lease held when Run ends, as a killed
 	// process does.
@@ -397,6 +398,10 @@ func (e *Exporter) markAll(now time.Time) {
 			}
 		}
 	}
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 // due takes the Services due at now (sorted) and returns when the next
@@ -415,6 +420,7 @@ func (e *Exporter) due(now time.Time) ([]string, time.Time) {
 		}
 	}
 	slices.Sort(out)
+	e.busy += len(out)
 	return out, next
 }
 
@@ -478,7 +484,7 @@ func (e *Exporter) peek() (int, time.Time) {
 			next = t
 		}
 	}
-	return len(e.pending), next
+	return len(e.pending) + e.busy, next
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -495,6 +501,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Step reconciles every Service due at now; false once ctx is done.
 func (e *Exporter) Step(ctx context.Context, now time.Time) bool {
 	names, _ := e.due(now)
+	defer func() {
+		e.mu.Lock()
+		e.busy -= len(names)
+		e.mu.Unlock()
+	}()
 	for _, n := range names {
 		if ctx.Err() != nil {
 			return false
