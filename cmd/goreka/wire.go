@@ -12,6 +12,8 @@ import (
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/kube"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -28,6 +30,23 @@ func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
 		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")})
 	}
 	return nil
+}
+
+// kubeImporter maps goreka.kubernetes.* onto the import: nil unless enabled.
+func (a *app) kubeImporter() (*importer.Importer, error) {
+	kc := kube.Config(a.cfg.Goreka.Kubernetes)
+	if !kc.Enabled || !kc.Import.Enabled {
+		return nil, nil
+	}
+	a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
+	return importer.New(importer.Config{Kube: kc, Metrics: a.kubeMetrics, Now: a.now, Logger: a.log.With("component", "kubernetes-import"),
+		Registry: func(ns string) (*registry.Registry, error) {
+			s, err := a.ns.Get(ns, true)
+			if err != nil {
+				return nil, err
+			}
+			return s.reg, nil
+		}, Targets: a.ns.Names})
 }
 
 // One function per package maps goreka's configuration onto that
