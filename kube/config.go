@@ -42,8 +42,10 @@ type Config struct {
 	Export      ExportConfig
 }
 
-// ImportConfig is goreka.kubernetes.import.*.
-type ImportConfig struct {
+// ImportConfig is goreka.kubernetes.import.*. Config and its two parts
+// are the same fields as cmd/goreka/config's KubernetesConfig, which
+// converts to Config: the build fails when they part.
+type ImportConfig = struct {
 	Enabled bool // goreka.kubernetes.import.enabled
 	// Namespaces (goreka.kubernetes.import.namespaces): the Kubernetes
 	// namespaces watched; empty: all the client may read.
@@ -57,7 +59,7 @@ type ImportConfig struct {
 }
 
 // ExportConfig is goreka.kubernetes.export.*.
-type ExportConfig struct {
+type ExportConfig = struct {
 	Enabled   bool   // goreka.kubernetes.export.enabled
 	Namespace string // goreka.kubernetes.export.namespace: where to write
 	// Endpoints (goreka.kubernetes.export.endpoints): also write a core/v1

@@ -12,7 +12,9 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/kube/export"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -32,13 +34,15 @@ type app struct {
 	// The default namespace's stack (/eureka/...): its fields (reg,
 	// cache, evictor, repl, srv, ...) are the app's.
 	*stack
-	ns      *namespace.Manager[*stack] // the /ns/{name}/ stacks
-	self    *replication.SelfRegistrar
-	selfIn  *registry.Instance
-	metrics *metrics.Metrics // the process's metric set, served at /metrics
-	http    *http.Server
-	me      replication.SelfInfo
-	xds     *xds.Server // nil (serving nothing) unless goreka.xds.enabled
+	ns          *namespace.Manager[*stack] // the /ns/{name}/ stacks
+	self        *replication.SelfRegistrar
+	selfIn      *registry.Instance
+	metrics     *metrics.Metrics // the process's metric set, served at /metrics
+	http        *http.Server
+	me          replication.SelfInfo
+	xds         *xds.Server        // nil (serving nothing) unless goreka.xds.enabled
+	kubeMetrics *kube.Metrics      // the Kubernetes bridge's, both directions
+	importer    *importer.Importer // nil unless goreka.kubernetes.import.enabled
 	// kubeExport writes the default namespace to Kubernetes; nil unless
 	// goreka.kubernetes.export.enabled.
 	kubeExport *export.Exporter
@@ -65,7 +69,7 @@ var (
 // URL it cannot use. It only wires: each package's settings come from one
 // mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now(), xds: xdsServer(cfg, log)}
+	a := &app{cfg: cfg, log: log, now: now, started: now(), xds: xdsServer(cfg, log), kubeMetrics: kube.NewMetrics()}
 
 	self := selfInfo(cfg)
 	a.me = self
@@ -95,6 +99,9 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		return nil, err
 	}
 	a.srv.SetNamespaces(namespaceServers{a.ns})
+	if a.importer, err = a.kubeImporter(); err != nil {
+		return nil, err
+	}
 	if a.kubeExport, err = a.kubeExporter(); err != nil {
 		return nil, err
 	}
@@ -156,6 +163,9 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	a.openNamespaces(ctx)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
+	}
+	if a.importer != nil { // after the start-up sync, so that imports are not counted as synced
+		wg.Go(func() { a.runLoop(ctx, "kubernetes import", a.importer.Run) })
 	}
 	if a.kubeExport != nil { // contests the Lease; writes after goreka.kubernetes.resync-grace
 		wg.Go(func() { a.kubeExport.Run(ctx) })

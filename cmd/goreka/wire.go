@@ -14,6 +14,7 @@ import (
 	"github.com/goreka/goreka/health"
 	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/kube/export"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -35,15 +36,29 @@ func xdsServer(cfg *config.Config, log *slog.Logger) *xds.Server {
 // kubeExporter maps goreka.kubernetes.export.* onto the exporter of the
 // default namespace: nil unless enabled.
 func (a *app) kubeExporter() (*export.Exporter, error) {
-	k := a.cfg.Goreka.Kubernetes
-	kc := kube.Config{Enabled: k.Enabled, Kubeconfig: k.Kubeconfig, ClusterID: k.ClusterID, ResyncGrace: k.ResyncGrace,
-		Export: kube.ExportConfig{Enabled: k.Export.Enabled, Namespace: k.Export.Namespace, Endpoints: k.Export.Endpoints}}
-	m := kube.NewMetrics() // at the merge with the importer: the one set both directions share
-	e, err := export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, m, a.log.With("component", "kubernetes-export"), a.now)
-	if e != nil {
-		a.metrics.Registry().MustRegister(m.Collector())
+	kc := kube.Config(a.cfg.Goreka.Kubernetes)
+	e, err := export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, a.kubeMetrics, a.log.With("component", "kubernetes-export"), a.now)
+	if e != nil && !kc.Import.Enabled { // else kubeImporter registered the set
+		a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
 	}
 	return e, err
+}
+
+// kubeImporter maps goreka.kubernetes.* onto the import: nil unless enabled.
+func (a *app) kubeImporter() (*importer.Importer, error) {
+	kc := kube.Config(a.cfg.Goreka.Kubernetes)
+	if !kc.Enabled || !kc.Import.Enabled {
+		return nil, nil
+	}
+	a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
+	return importer.New(importer.Config{Kube: kc, Metrics: a.kubeMetrics, Now: a.now, Logger: a.log.With("component", "kubernetes-import"),
+		Registry: func(ns string) (*registry.Registry, error) {
+			s, err := a.ns.Get(ns, true)
+			if err != nil {
+				return nil, err
+			}
+			return s.reg, nil
+		}, Targets: a.ns.Names})
 }
 
 // One function per package maps goreka's configuration onto that

@@ -193,8 +193,8 @@ type GorekaConfig struct {
 	Kubernetes      KubernetesConfig
 }
 
-// KubernetesConfig holds goreka.kubernetes.*: the Kubernetes bridge
-// (package kube; cmd/goreka maps it onto kube.Config).
+// KubernetesConfig holds goreka.kubernetes.*: the Kubernetes bridge. It
+// has kube.Config's fields, in its order, so that cmd/goreka converts it.
 type KubernetesConfig struct {
 	Enabled     bool          // goreka.kubernetes.enabled
 	Kubeconfig  string        // goreka.kubernetes.kubeconfig; empty: in-cluster
