@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/goreka/goreka/internal/kubetest"
 	"github.com/goreka/goreka/kube"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/registry"
 )
 
@@ -106,11 +108,14 @@ func (r *runner) writes() float64 {
 }
 
 // waitFor polls cond (against the real API server) until it holds.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, detail ...*string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if len(detail) > 0 {
+				what += ": " + *detail[0]
+			}
 			t.Fatalf("after %v: %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -345,6 +350,18 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 		for i := range g.regs {
 			g.regs[i] = registry.New(registry.Options{})
 			g.run[i] = sp.start(g.regs[i], fmt.Sprint(id, i), id)
+			// Both directions: every node also imports the namespace.
+			reg := g.regs[i]
+			im, err := importer.New(importer.Config{Client: sp.user,
+				Kube:     kube.Config{Enabled: true, ClusterID: id, ResyncGrace: time.Second, Import: kube.ImportConfig{Enabled: true, Namespaces: []string{sp.name}}},
+				Registry: func(importer.Target) (*registry.Registry, error) { return reg, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = im.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
 		}
 		// Each group has apps of its own and one both have (SHARED: the
 		// first to write it holds it; the other is refused).
@@ -392,26 +409,43 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	time.Sleep(d)
 	close(stop)
 	wg.Wait()
-	// Settle: every instance back UP.
+	// Settle: every instance back UP (cancelled first: its override goes).
 	for gi, g := range gs {
 		for a := range 3 {
 			for i := range 4 {
+				app, id := fmt.Sprintf("%s-APP%d", g.id, a), fmt.Sprint("i", i)
 				for _, reg := range g.regs {
-					mustRegister(t, reg, up(fmt.Sprintf("%s-APP%d", g.id, a), fmt.Sprint("i", i), fmt.Sprintf("10.244.%d.%d", 10+gi, a*10+i+1), 8080))
+					_ = reg.Cancel(app, id, false) // and its override with it
+					mustRegister(t, reg, up(app, id, fmt.Sprintf("10.244.%d.%d", 10+gi, a*10+i+1), 8080))
 				}
 			}
 		}
 	}
+	var last string
 	waitFor(t, 30*time.Second, "every app back with 4 ready addresses", func() bool {
+		last = ""
 		for _, g := range gs {
 			for a := range 3 {
-				if len(readyIPs(sp.endpoints(fmt.Sprintf("%s-app%d", g.id, a)))) != 4 {
-					return false
+				n := fmt.Sprintf("%s-app%d", g.id, a)
+				if ips := readyIPs(sp.endpoints(n)); len(ips) != 4 {
+					last += fmt.Sprintf("%s: %v; ", n, ips)
 				}
 			}
 		}
-		return true
-	})
+		if last != "" {
+			for _, g := range gs {
+				last += fmt.Sprintf("%s leading %v %v; ", g.id, g.run[0].leading(), g.run[1].leading())
+				for _, a := range g.regs[0].Applications().Apps {
+					if a.Name == strings.ToUpper(g.id)+"-APP0" {
+						for _, lv := range a.Instances {
+							last += fmt.Sprintf("%s=%s/%s ", lv.Instance.ID(), lv.Instance.Status, lv.Instance.OverriddenStatus)
+						}
+					}
+				}
+			}
+		}
+		return last == ""
+	}, &last)
 	ctx := t.Context()
 	svcs, _ := sp.admin.CoreV1().Services(sp.name).List(ctx, metav1.ListOptions{})
 	sl, _ := sp.admin.DiscoveryV1().EndpointSlices(sp.name).List(ctx, metav1.ListOptions{})
@@ -447,7 +481,28 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	for i := range eps.Items {
 		check("endpoints", &eps.Items[i])
 	}
-	// Stable: another second changes nothing.
+	// Both directions: each group imported the other's Services (and
+	// SHARED, held by one of them), never its own.
+	for gi, g := range gs {
+		other := gs[1-gi].id
+		for _, reg := range g.regs {
+			for _, a := range reg.Applications().Apps {
+				for _, lv := range a.Instances {
+					md := lv.Instance.Metadata
+					if !kube.Imported(md) {
+						continue
+					}
+					if svc := md[kube.MetaService]; len(svc) >= len(g.id) && svc[:len(g.id)] == g.id {
+						t.Errorf("group %s imported its own Service %s", g.id, svc)
+					}
+				}
+			}
+			if n := len(reg.ImportedKeys(kube.SourceKubernetes)); n < 12 {
+				t.Errorf("group %s imported %d instances, want %s's 12 at least", g.id, n, other)
+			}
+		}
+	}
+	// Stable: a full reconcile changes nothing.
 	total := func() float64 {
 		n := 0.0
 		for _, g := range gs {
