@@ -188,7 +188,13 @@ func TestImportedSnapshot(t *testing.T) {
 	if len(s.Instances) != 2 || s.Instances[1].Instance.App != "WEB" {
 		t.Fatalf("exported %d instances: %+v", len(s.Instances), s.Instances)
 	}
+	// Without an importer, nobody would withdraw them: not restored.
+	r0, _, _ := newReg(t)
+	if n := r0.Restore(s); n != 1 || len(r0.ImportedKeys("kubernetes")) != 0 {
+		t.Fatalf("restored %d without an importer", n)
+	}
 	r2, c2, _ := newReg(t)
+	r2.keepImp = true
 	if n := r2.Restore(s); n != 2 {
 		t.Fatalf("restored %d", n)
 	}

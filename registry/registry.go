@@ -34,6 +34,10 @@ type Options struct {
 	// *LimitError (goreka.namespaces.max-instances bounds a namespace's
 	// registry). Re-registrations of stored instances are always accepted.
 	MaxInstances int
+	// KeepImported makes Restore bring imported instances back (an
+	// importer runs and will reconcile them); without it Restore leaves
+	// them out, since nobody would ever withdraw them.
+	KeepImported bool
 }
 
 type change struct {
@@ -50,6 +54,7 @@ type Registry struct {
 	onEvent func(Event)
 	onRenew func(Renewal)
 	maxN    int // Options.MaxInstances
+	keepImp bool
 
 	mu        sync.RWMutex
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
@@ -106,6 +111,7 @@ func New(o Options) *Registry {
 		onEvent:     o.OnEvent,
 		onRenew:     o.OnRenew,
 		maxN:        o.MaxInstances,
+		keepImp:     o.KeepImported,
 		apps:        make(map[string]map[string]*lease),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),

@@ -92,7 +92,7 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 		in := v.Instance.Clone()
 		in.Normalize()
-		if in.Validate("") != nil {
+		if in.Validate("") != nil || in.Metadata[MetaSource] != "" && !r.keepImp {
 			continue
 		}
 		id := in.ID()
@@ -117,7 +117,8 @@ func (r *Registry) Restore(s Snapshot) int {
 		l.lastUpdate.Store(now.UnixNano())
 		l.beat.Store(now.UnixNano())
 		if src := in.Metadata[MetaSource]; src != "" {
-			// Imported: lease-less again until its importer reconciles.
+			// Imported: lease-less again until its importer reconciles
+			// (none: the instance is not restored, see the loop's top).
 			l.static, l.source = true, src
 			r.imported[InstanceKey{in.App, id}] = in
 		}

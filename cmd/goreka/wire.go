@@ -72,6 +72,7 @@ func registryOptions(cfg *config.Config, now func() time.Time, onEvent func(regi
 		SelfID:                cfg.Instance.InstanceID,
 		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
 		IgnoreDirtyTimestamps: !cfg.EurekaServer.SyncWhenTimestampDiffers,
+		KeepImported:          cfg.Goreka.Kubernetes.Enabled && cfg.Goreka.Kubernetes.Import.Enabled,
 		OnEvent:               onEvent,
 		OnRenew:               onRenew,
 	}

@@ -111,6 +111,9 @@ func Start(t testing.TB) *APIServer {
 		"--service-account-key-file=" + saKey, "--service-account-signing-key-file=" + saKey,
 		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true", "--v=0",
+		// The kubernetes Service's endpoints would be this loopback address,
+		// which the API server itself refuses.
+		"--endpoint-reconciler-type=none",
 	}
 	s.startAPIServer()
 	t.Cleanup(s.Stop)

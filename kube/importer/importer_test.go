@@ -139,7 +139,7 @@ func TestRestoredSweptAfterGrace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg := registry.New(registry.Options{Now: clock.Now})
+	reg := registry.New(registry.Options{Now: clock.Now, KeepImported: true})
 	if n := reg.Restore(old.Export()); n != 2 {
 		t.Fatalf("restored %d", n)
 	}
