@@ -67,14 +67,15 @@ type runner struct {
 	done chan struct{}
 }
 
-func (sp *space) start(reg *registry.Registry, id, cluster string, mut ...func(*Config)) *runner {
+// start runs an exporter; hooks see it before Run.
+func (sp *space) start(reg *registry.Registry, id, cluster string, hooks ...func(*Exporter)) *runner {
 	cfg := Config{Client: sp.user, Namespace: sp.name, ClusterID: cluster, Endpoints: true, Identity: id,
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("exporter", id)}
-	for _, m := range mut {
-		m(&cfg)
-	}
 	r := &runner{e: New(cfg, reg), done: make(chan struct{})}
+	for _, h := range hooks {
+		h(r.e)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	go func() { defer close(r.done); r.e.Run(ctx) }()
@@ -288,9 +289,8 @@ func TestAgainstAPIServer(t *testing.T) {
 		for _, reg := range []*registry.Registry{regA, regB} {
 			mustRegister(t, reg, up("ORDERS", "o1", "10.244.3.1", 8080))
 		}
-		a := sp.start(regA, "node-a", "c1")
+		a := sp.start(regA, "node-a", "c1", func(e *Exporter) { e.keepLease = true }) // dies holding the Lease
 		waitFor(t, 30*time.Second, "node-a leads", a.leading)
-		a.e.keepLease = true // dies holding the Lease
 		b := sp.start(regB, "node-b", "c1")
 		waitFor(t, 30*time.Second, "orders exported", func() bool { return len(readyIPs(sp.endpoints("orders"))) == 1 })
 		if b.leading() || b.writes() != 0 {
@@ -301,7 +301,7 @@ func TestAgainstAPIServer(t *testing.T) {
 		a.halt()
 		t0 := time.Now()
 		waitFor(t, 10*time.Second, "node-b leads", b.leading)
-		if d := time.Since(t0); d > a.e.cfg.LeaseDuration+2*a.e.cfg.RetryPeriod {
+		if d := time.Since(t0); d > a.e.cfg.LeaseDuration+2*a.e.cfg.RetryPeriod || d < a.e.cfg.LeaseDuration-a.e.cfg.RenewDeadline {
 			t.Errorf("takeover after %v, lease duration %v", d, a.e.cfg.LeaseDuration)
 		}
 		t.Logf("takeover after %v (lease duration %v)", time.Since(t0), a.e.cfg.LeaseDuration)
