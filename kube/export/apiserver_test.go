@@ -469,8 +469,12 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 		if !kube.Owns(o.GetLabels(), o.GetAnnotations(), id) || (want != "" && id != want) {
 			t.Errorf("%s %s: owner %q, want %q", kind, o.GetName(), id, want)
 		}
-		// managedFields says which user wrote it; both groups are one
-		// user here, so the cluster id in the labels is the owner.
+		// managedFields names every writer: only the owner's group.
+		for _, mf := range o.GetManagedFields() {
+			if mf.Manager != "goreka-"+id {
+				t.Errorf("%s %s (owner %s) written by %s", kind, o.GetName(), id, mf.Manager)
+			}
+		}
 	}
 	for i := range svcs.Items {
 		check("service", &svcs.Items[i])

@@ -673,7 +673,7 @@ func (e *Exporter) syncService(ctx context.Context, name, app string, eps []endp
 	want := &corev1.Service{ObjectMeta: e.meta(name, app, nil), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: servicePorts(eps)}}
 	c := e.cfg.Client.CoreV1().Services(e.cfg.Namespace)
 	if !exists {
-		got, err := c.Create(ctx, want, metav1.CreateOptions{})
+		got, err := c.Create(ctx, want, metav1.CreateOptions{FieldManager: e.manager()})
 		e.count("create", "services")
 		if apierrors.IsAlreadyExists(err) {
 			e.services.forget(name)
@@ -692,7 +692,7 @@ func (e *Exporter) syncService(ctx context.Context, name, app string, eps []endp
 	mergeMeta(&up.ObjectMeta, want.ObjectMeta)
 	up.Spec.Selector = nil
 	up.Spec.Ports = want.Spec.Ports
-	got, err := c.Update(ctx, up, metav1.UpdateOptions{})
+	got, err := c.Update(ctx, up, metav1.UpdateOptions{FieldManager: e.manager()})
 	e.count("update", "services")
 	if err != nil {
 		e.services.forget(name)
@@ -761,7 +761,7 @@ func (e *Exporter) syncSlices(ctx context.Context, svc *corev1.Service, app stri
 		w.OwnerReferences = owner
 		s, ok := curByName[p.name]
 		if !ok {
-			got, err := c.Create(ctx, w, metav1.CreateOptions{})
+			got, err := c.Create(ctx, w, metav1.CreateOptions{FieldManager: e.manager()})
 			e.count("create", "endpointslices")
 			if err != nil {
 				e.slicesSt.forget(p.name)
@@ -779,7 +779,7 @@ func (e *Exporter) syncSlices(ctx context.Context, svc *corev1.Service, app stri
 		mergeMeta(&up.ObjectMeta, w.ObjectMeta)
 		up.OwnerReferences = owner
 		up.Endpoints, up.Ports = w.Endpoints, w.Ports
-		got, err := c.Update(ctx, up, metav1.UpdateOptions{})
+		got, err := c.Update(ctx, up, metav1.UpdateOptions{FieldManager: e.manager()})
 		e.count("update", "endpointslices")
 		if err != nil {
 			e.slicesSt.forget(p.name)
@@ -847,7 +847,7 @@ func (e *Exporter) syncEndpoints(ctx context.Context, name, app string, eps []en
 	c := e.cfg.Client.CoreV1().Endpoints(e.cfg.Namespace) //nolint:staticcheck // the consumers that read Endpoints are the reason it is written
 	cur, ok := e.endpoints.get(e.cfg.Namespace, name)
 	if !ok {
-		got, err := c.Create(ctx, want, metav1.CreateOptions{})
+		got, err := c.Create(ctx, want, metav1.CreateOptions{FieldManager: e.manager()})
 		e.count("create", "endpoints")
 		if apierrors.IsAlreadyExists(err) {
 			e.refuse(name, "an Endpoints object of that name exists and goreka did not create it")
@@ -869,7 +869,7 @@ func (e *Exporter) syncEndpoints(ctx context.Context, name, app string, eps []en
 		delete(up.Annotations, overCapacity)
 	}
 	up.Subsets = subs
-	got, err := c.Update(ctx, up, metav1.UpdateOptions{})
+	got, err := c.Update(ctx, up, metav1.UpdateOptions{FieldManager: e.manager()})
 	e.count("update", "endpoints")
 	if err != nil {
 		e.endpoints.forget(name)
@@ -939,3 +939,7 @@ func (e *Exporter) catchUp() {
 		}
 	}
 }
+
+// manager is the field manager of goreka's writes: the objects'
+// managedFields name the goreka group (cluster id) that wrote each field.
+func (e *Exporter) manager() string { return "goreka-" + e.cfg.ClusterID }
