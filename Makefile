@@ -85,6 +85,8 @@ browser:
 # Two stock lines (SCN 4.3.0 and 5.0.3) and two mixed pairs since issue 15: 45 min leaves room.
 compat:
 	$(GO) test -tags compat -count=1 -timeout 45m -v ./compat/suite
+	# Spring Cloud Kubernetes' DiscoveryClient on the Kubernetes export (~75 s warm).
+	$(GO) test -tags compat -count=1 -timeout 15m -v -run TestSpringCloudKubernetes ./kube/export
 
 # Seeded chaos run in network namespaces (root; ip, nft, tc): 3 nodes, 300
 # simulated clients, one round of every fault (RELIABILITY.md), then the

@@ -47,9 +47,11 @@ type lease struct {
 	// down replaced its UP. Both under the write lock.
 	down DownCause
 	own  *Instance
-	// static marks a static registration (static.go): it never expires.
-	// Set before the lease is stored.
+	// static marks a lease-less registration (static.go): it never
+	// expires. source is empty for a static one, the importer's name for
+	// an imported one (imported.go). Set before the lease is stored.
 	static bool
+	source string
 }
 
 // newLease starts a lease for in, whose LeaseInfo is defaulted.
@@ -94,6 +96,7 @@ func (l *lease) view() LeaseView {
 		LastClientRenewal:     unixTime(l.direct.Load()),
 		DownBy:                l.down,
 		Static:                l.static,
+		Source:                l.source,
 	}
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 	// *LimitError (goreka.namespaces.max-instances bounds a namespace's
 	// registry). Re-registrations of stored instances are always accepted.
 	MaxInstances int
+	// KeepImported makes Restore bring imported instances back (an
+	// importer runs and will reconcile them); without it Restore leaves
+	// them out, since nobody would ever withdraw them.
+	KeepImported bool
 }
 
 type change struct {
@@ -50,6 +54,7 @@ type Registry struct {
 	onEvent func(Event)
 	onRenew func(Renewal)
 	maxN    int // Options.MaxInstances
+	keepImp bool
 
 	mu        sync.RWMutex
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
@@ -66,6 +71,9 @@ type Registry struct {
 	// (static.go); staticN counts their leases.
 	static  map[InstanceKey]*Instance
 	staticN int
+	// imported holds the imported instances as the importer gave them
+	// (imported.go); their leases count in staticN too.
+	imported map[InstanceKey]*Instance
 	// appRev is the revision of the last change to each application, and
 	// recentCount the number of its entries in recent (outline.go). An
 	// application leaves both when it has neither instances nor entries.
@@ -103,6 +111,7 @@ func New(o Options) *Registry {
 		onEvent:     o.OnEvent,
 		onRenew:     o.OnRenew,
 		maxN:        o.MaxInstances,
+		keepImp:     o.KeepImported,
 		apps:        make(map[string]map[string]*lease),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),
@@ -110,6 +119,7 @@ func New(o Options) *Registry {
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
 		static:      make(map[InstanceKey]*Instance),
+		imported:    make(map[InstanceKey]*Instance),
 		expected:    o.ExpectedClients,
 		registered:  ring{max: o.LastN},
 		cancelled:   ring{max: o.LastN},

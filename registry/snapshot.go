@@ -27,7 +27,7 @@ func (r *Registry) Export() Snapshot {
 	s := Snapshot{Instances: make([]LeaseView, 0, r.size), Overrides: maps.Clone(r.overrides)}
 	for _, group := range r.apps {
 		for _, l := range group {
-			if l.static {
+			if l.static && l.source == "" {
 				continue // the configuration brings it back
 			}
 			v := l.view()
@@ -92,7 +92,7 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 		in := v.Instance.Clone()
 		in.Normalize()
-		if in.Validate("") != nil {
+		if in.Validate("") != nil || in.Metadata[MetaSource] != "" && !r.keepImp {
 			continue
 		}
 		id := in.ID()
@@ -116,6 +116,12 @@ func (r *Registry) Restore(s Snapshot) int {
 		}
 		l.lastUpdate.Store(now.UnixNano())
 		l.beat.Store(now.UnixNano())
+		if src := in.Metadata[MetaSource]; src != "" {
+			// Imported: lease-less again until its importer reconciles
+			// (none: the instance is not restored, see the loop's top).
+			l.static, l.source = true, src
+			r.imported[InstanceKey{in.App, id}] = in
+		}
 		r.placeLocked(in.App, id, nil, l)
 		r.commitLocked(EventRegister, l, "", "", true, true)
 		n++

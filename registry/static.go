@@ -25,16 +25,30 @@ import (
 //     configuration (replication skips events whose Lease.Static is set);
 //   - Export leaves them out: the configuration brings them back.
 
-// errStatic is the refusal of a write that the configuration owns.
-func errStatic(app, id string) error {
+// errOwned is the refusal of a write over a lease-less registration: the
+// configuration owns a static one (source ""), its importer an imported
+// one.
+func errOwned(app, id, source string) error {
+	if source != "" {
+		return invalid("%s/%s is imported (source %s): it changes when its source does", app, id, source)
+	}
 	return invalid("%s/%s is a static registration (goreka.static-instances): change the configuration and reload it (SIGHUP)", app, id)
 }
 
-// staticLocked reports whether app/id is a static registration. Caller
-// holds r.mu.
+// staticLocked reports whether app/id is a lease-less registration
+// (static or imported). Caller holds r.mu.
 func (r *Registry) staticLocked(app, id string) bool {
 	l := r.apps[app][id]
 	return l != nil && l.static
+}
+
+// ownedLocked is the refusal of a client's or a peer's write over a
+// lease-less registration of app/id, nil if it is none. Caller holds r.mu.
+func (r *Registry) ownedLocked(app, id string) error {
+	if l := r.apps[app][id]; l != nil && l.static {
+		return errOwned(app, id, l.source)
+	}
+	return nil
 }
 
 // StaticResult says what SetStatic changed.
@@ -70,7 +84,7 @@ func (r *Registry) SetStatic(ins []*Instance) (StaticResult, error) {
 	for k := range r.static {
 		if _, ok := want[k]; !ok {
 			delete(r.static, k)
-			if l := r.apps[k.App][k.ID]; l != nil && l.static {
+			if l := r.apps[k.App][k.ID]; l != nil && l.static && l.source == "" {
 				r.removeLocked(k.App, k.ID, l, EventCancel, false, now)
 			}
 			res.Removed = append(res.Removed, k)
@@ -78,7 +92,7 @@ func (r *Registry) SetStatic(ins []*Instance) (StaticResult, error) {
 	}
 	for k, in := range want {
 		l := r.apps[k.App][k.ID]
-		if old, ok := r.static[k]; ok && l != nil && l.static && sameStatic(old, in) {
+		if old, ok := r.static[k]; ok && l != nil && l.static && l.source == "" && sameStatic(old, in) {
 			res.Unchanged = append(res.Unchanged, k)
 			continue
 		}
@@ -88,7 +102,8 @@ func (r *Registry) SetStatic(ins []*Instance) (StaticResult, error) {
 			res.Added = append(res.Added, k)
 		}
 		r.static[k] = in
-		r.registerStaticLocked(in.Clone(), now)
+		delete(r.imported, k) // the configuration wins over an importer
+		r.registerStaticLocked(in.Clone(), "", now)
 	}
 	r.mu.Unlock()
 	r.deliver()
@@ -106,10 +121,11 @@ func sameStatic(a, b *Instance) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// registerStaticLocked stores a static registration: its status is the
-// configured one unless an operator's override stands. It replaces any
-// lease of the same key. Caller holds the write lock.
-func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
+// registerStaticLocked stores a lease-less registration, static (source
+// "") or imported: its status is the given one unless an operator's
+// override stands. It replaces any lease of the same key. Caller holds the
+// write lock.
+func (r *Registry) registerStaticLocked(in *Instance, source string, now time.Time) {
 	id := in.ID()
 	existing := r.apps[in.App][id]
 	var prev Status
@@ -126,7 +142,7 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	in.LastUpdatedTimestamp = now
 	in.IsCoordinatingDiscoveryServer = false
 	l := newLease(in, now)
-	l.static = true
+	l.static, l.source = true, source
 	if existing != nil {
 		l.serviceUp = existing.serviceUp
 	}
@@ -139,7 +155,8 @@ func (r *Registry) registerStaticLocked(in *Instance, now time.Time) {
 	r.commitLocked(EventRegister, l, prev, "", true, false)
 }
 
-// IsStatic reports whether app/id is a static registration.
+// IsStatic reports whether app/id is a lease-less registration (static or
+// imported).
 func (r *Registry) IsStatic(app, id string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -147,7 +164,7 @@ func (r *Registry) IsStatic(app, id string) bool {
 }
 
 // Renewing returns the number of registered instances expected to renew:
-// all but the static registrations. Self-preservation's expected clients
+// all but the static and imported registrations. Self-preservation's expected clients
 // and the eviction limit are computed from it.
 func (r *Registry) Renewing() int {
 	r.mu.RLock()

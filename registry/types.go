@@ -166,9 +166,12 @@ type LeaseView struct {
 	// DownBy says why goreka itself serves the instance as DOWN (MarkDown);
 	// 0 if it does not.
 	DownBy DownCause
-	// Static marks a static registration (goreka.static-instances): it
-	// never expires, is never evicted and is not replicated.
+	// Static marks a lease-less registration: it never expires, is never
+	// evicted, is not expected to renew and is not replicated. Source is
+	// empty for a static one (goreka.static-instances) and names where an
+	// imported one comes from (Import: "kubernetes").
 	Static bool
+	Source string
 }
 
 // Application is one application's instances, sorted by instance id.

@@ -62,10 +62,13 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 	if err := r.prepare(pathApp, in, now); err != nil {
 		return nil, err
 	}
+	if err := reservedMeta(in.Metadata); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
-	if r.staticLocked(in.App, in.ID()) {
+	if err := r.ownedLocked(in.App, in.ID()); err != nil {
 		r.mu.Unlock()
-		return nil, errStatic(in.App, in.ID())
+		return nil, err
 	}
 	if r.maxN > 0 && r.size >= r.maxN && r.apps[in.App][in.ID()] == nil {
 		r.mu.Unlock()
@@ -158,10 +161,13 @@ func (r *Registry) Adopt(v LeaseView, ifRevision int64) error {
 	if err := r.prepare("", in, now); err != nil {
 		return err
 	}
+	if err := reservedMeta(in.Metadata); err != nil {
+		return err
+	}
 	r.mu.Lock()
-	if r.staticLocked(in.App, in.ID()) {
+	if err := r.ownedLocked(in.App, in.ID()); err != nil {
 		r.mu.Unlock()
-		return errStatic(in.App, in.ID())
+		return err
 	}
 	if ifRevision != 0 {
 		if l := r.apps[in.App][in.ID()]; l == nil || l.rev != ifRevision {
@@ -382,7 +388,7 @@ func (r *Registry) cancel(app, id string, kind EventKind, fromPeer bool, cond fu
 	}
 	if l != nil && l.static {
 		r.mu.Unlock()
-		return errStatic(app, id)
+		return errOwned(app, id, l.source)
 	}
 	if l == nil {
 		r.cancelled.add(now, app, id)
@@ -591,6 +597,9 @@ func (r *Registry) UpdateMetadata(app, id string, kv map[string]string) (*Instan
 			return nil, invalid("empty metadata key")
 		}
 	}
+	if err := reservedMeta(kv); err != nil {
+		return nil, err
+	}
 	app = strings.ToUpper(app)
 	now := r.now()
 	r.mu.Lock()
@@ -601,7 +610,7 @@ func (r *Registry) UpdateMetadata(app, id string, kv map[string]string) (*Instan
 	}
 	if l.static {
 		r.mu.Unlock()
-		return nil, errStatic(app, id)
+		return nil, errOwned(app, id, l.source)
 	}
 	in := l.inst.Clone()
 	if in.Metadata == nil {

@@ -367,8 +367,10 @@ type instanceView struct {
 	LastDirty        string            `json:"lastDirty,omitempty"`
 	Duration         int64             `json:"durationSecs"`
 	RenewalInterval  int64             `json:"renewalIntervalSecs"`
-	// Static marks a static registration (goreka.static-instances).
-	Static bool `json:"static,omitempty"`
+	// Static marks a lease-less registration: static
+	// (goreka.static-instances), or imported from Source (kubernetes).
+	Static bool   `json:"static,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 type lastNRow struct{ Time, Lease string }
@@ -512,6 +514,7 @@ func instanceOf(l registry.LeaseView) instanceView {
 		Duration:        int64(l.Duration / time.Second),
 		RenewalInterval: int64(l.RenewalInterval / time.Second),
 		Static:          l.Static,
+		Source:          l.Source,
 	}
 	if in.Port.Enabled {
 		iv.Port = in.Port.Number

@@ -421,3 +421,23 @@ func TestDashboardMarksStatic(t *testing.T) {
 		}
 	}
 }
+
+// An imported instance's row says source=kubernetes, on the page and in
+// its data.
+func TestDashboardImported(t *testing.T) {
+	reg := registry.New(registry.Options{Now: func() time.Time { return dashNow }})
+	in := &registry.Instance{App: "WEB", InstanceID: "web-0", HostName: "10.244.0.1", IPAddr: "10.244.0.1", Status: registry.StatusUp,
+		DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}, Metadata: map[string]string{registry.MetaSource: "kubernetes"}}
+	if _, err := reg.Import(in); err != nil {
+		t.Fatal(err)
+	}
+	s := newDashServer(t, reg, "/", fixedData())
+	mustContain(t, get(t, s, "/").Body.String(), `web-0 <span class="static" title="imported from kubernetes: no lease, withdrawn when its source withdraws it">kubernetes</span>`)
+	var j dashboardJSON
+	if err := json.Unmarshal(get(t, s, dashboardAPIPath).Body.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	if v := j.Applications[0].Instances[0]; !v.Static || v.Source != "kubernetes" {
+		t.Errorf("row %+v, want static and source kubernetes", v)
+	}
+}

@@ -12,6 +12,9 @@ import (
 	"github.com/goreka/goreka/cmd/goreka/config"
 	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/eviction"
+	"github.com/goreka/goreka/kube"
+	"github.com/goreka/goreka/kube/export"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
@@ -32,15 +35,20 @@ type app struct {
 	// The default namespace's stack (/eureka/...): its fields (reg,
 	// cache, evictor, repl, srv, ...) are the app's.
 	*stack
-	ns      *namespace.Manager[*stack] // the /ns/{name}/ stacks
-	self    *replication.SelfRegistrar
-	selfIn  *registry.Instance
-	metrics *metrics.Metrics // the process's metric set, served at /metrics
-	http    *http.Server
-	me      replication.SelfInfo
-	xds     *xds.Server     // nil (serving nothing) unless goreka.xds.enabled
-	tlsIn   *tlsconf.Server // nil unless TLSEnabled; tlsOut nil unless eureka.client.tls.enabled
-	tlsOut  *tlsconf.Client
+	ns          *namespace.Manager[*stack] // the /ns/{name}/ stacks
+	self        *replication.SelfRegistrar
+	selfIn      *registry.Instance
+	metrics     *metrics.Metrics // the process's metric set, served at /metrics
+	http        *http.Server
+	me          replication.SelfInfo
+	xds         *xds.Server     // nil (serving nothing) unless goreka.xds.enabled
+	tlsIn       *tlsconf.Server // nil unless TLSEnabled; tlsOut nil unless eureka.client.tls.enabled
+	tlsOut      *tlsconf.Client
+	kubeMetrics *kube.Metrics      // the Kubernetes bridge's, both directions
+	importer    *importer.Importer // nil unless goreka.kubernetes.import.enabled
+	// kubeExport writes the default namespace to Kubernetes; nil unless
+	// goreka.kubernetes.export.enabled.
+	kubeExport *export.Exporter
 
 	// defaultPeers is the default namespace's peer list (applyPeers), from
 	// which every namespace's comes.
@@ -64,7 +72,7 @@ var (
 // URL it cannot use. It only wires: each package's settings come from one
 // mapping function (wire.go), each package's decisions stay in the package.
 func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, error) {
-	a := &app{cfg: cfg, log: log, now: now, started: now()}
+	a := &app{cfg: cfg, log: log, now: now, started: now(), kubeMetrics: kube.NewMetrics()}
 	var err error
 	if a.tlsIn, a.tlsOut, err = newTLS(cfg, now, log); err != nil {
 		return nil, err // names the property (tlsconf.Error)
@@ -99,6 +107,12 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 		return nil, err
 	}
 	a.srv.SetNamespaces(namespaceServers{a.ns})
+	if a.importer, err = a.kubeImporter(); err != nil {
+		return nil, err
+	}
+	if a.kubeExport, err = a.kubeExporter(); err != nil {
+		return nil, err
+	}
 	a.http = httpServer(cfg, a.relay.Handler(a.srv), log) // a.srv itself when not a relay
 	a.http.TLSConfig = a.tlsIn.TLSConfig()
 	a.metrics.Registry().MustRegister(tlsconf.Collector(a.tlsIn, a.tlsOut)) // process-wide: no namespace label
@@ -160,6 +174,12 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 	a.openNamespaces(ctx)
 	if a.self != nil {
 		wg.Go(func() { a.runLoop(ctx, "self-registration", a.self.Run) })
+	}
+	if a.importer != nil { // after the start-up sync, so that imports are not counted as synced
+		wg.Go(func() { a.runLoop(ctx, "kubernetes import", a.importer.Run) })
+	}
+	if a.kubeExport != nil { // contests the Lease; writes after goreka.kubernetes.resync-grace
+		wg.Go(func() { a.kubeExport.Run(ctx) })
 	}
 	a.log.Info("goreka started", "addr", ln.Addr().String(), "app", a.cfg.AppName, "instance", a.cfg.Instance.InstanceID,
 		"self_preservation", a.cfg.EurekaServer.EnableSelfPreservation)

@@ -15,6 +15,9 @@ import (
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
+	"github.com/goreka/goreka/kube"
+	"github.com/goreka/goreka/kube/export"
+	"github.com/goreka/goreka/kube/importer"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/relay"
@@ -55,6 +58,34 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds
 	return xds.New(c)
 }
 
+// kubeExporter maps goreka.kubernetes.export.* onto the exporter of the
+// default namespace: nil unless enabled.
+func (a *app) kubeExporter() (*export.Exporter, error) {
+	kc := kube.Config(a.cfg.Goreka.Kubernetes)
+	e, err := export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, a.kubeMetrics, a.log.With("component", "kubernetes-export"), a.now)
+	if e != nil && !kc.Import.Enabled { // else kubeImporter registered the set
+		a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
+	}
+	return e, err
+}
+
+// kubeImporter maps goreka.kubernetes.* onto the import: nil unless enabled.
+func (a *app) kubeImporter() (*importer.Importer, error) {
+	kc := kube.Config(a.cfg.Goreka.Kubernetes)
+	if !kc.Enabled || !kc.Import.Enabled {
+		return nil, nil
+	}
+	a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
+	return importer.New(importer.Config{Kube: kc, Metrics: a.kubeMetrics, Now: a.now, Logger: a.log.With("component", "kubernetes-import"),
+		Registry: func(ns string) (*registry.Registry, error) {
+			s, err := a.ns.Get(ns, true)
+			if err != nil {
+				return nil, err
+			}
+			return s.reg, nil
+		}, Targets: a.ns.Names})
+}
+
 // One function per package maps goreka's configuration onto that
 // package's settings, so that newApp only wires and each mapping can be
 // read (and checked against the Spring property table) in one place.
@@ -66,6 +97,7 @@ func registryOptions(cfg *config.Config, now func() time.Time, onEvent func(regi
 		SelfID:                cfg.Instance.InstanceID,
 		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
 		IgnoreDirtyTimestamps: !cfg.EurekaServer.SyncWhenTimestampDiffers,
+		KeepImported:          cfg.Goreka.Kubernetes.Enabled && cfg.Goreka.Kubernetes.Import.Enabled,
 		OnEvent:               onEvent,
 		OnRenew:               onRenew,
 	}

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -62,6 +63,11 @@ type objects struct {
 	pdb     []*policyv1.PodDisruptionBudget
 	sm      []*monitoringv1.ServiceMonitor
 	certs   []*certificate
+	sa      []*corev1.ServiceAccount
+	roles   []*rbacv1.Role
+	rbs     []*rbacv1.RoleBinding
+	croles  []*rbacv1.ClusterRole
+	crbs    []*rbacv1.ClusterRoleBinding
 }
 
 // certificate is the part of cert-manager's Certificate (cert-manager.io/v1)
@@ -126,6 +132,21 @@ func decode(stream []byte) (*objects, error) {
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			v := &monitoringv1.ServiceMonitor{}
 			o.sm, into = append(o.sm, v), v
+		case "v1 ServiceAccount":
+			v := &corev1.ServiceAccount{}
+			o.sa, into = append(o.sa, v), v
+		case "rbac.authorization.k8s.io/v1 Role":
+			v := &rbacv1.Role{}
+			o.roles, into = append(o.roles, v), v
+		case "rbac.authorization.k8s.io/v1 RoleBinding":
+			v := &rbacv1.RoleBinding{}
+			o.rbs, into = append(o.rbs, v), v
+		case "rbac.authorization.k8s.io/v1 ClusterRole":
+			v := &rbacv1.ClusterRole{}
+			o.croles, into = append(o.croles, v), v
+		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+			v := &rbacv1.ClusterRoleBinding{}
+			o.crbs, into = append(o.crbs, v), v
 		default:
 			return nil, fmt.Errorf("document %d: unexpected %s %s", i, tm.APIVersion, tm.Kind)
 		}
@@ -298,6 +319,111 @@ func TestHelmTemplateDecodesStrictly(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(b, []byte("auth.password")) {
 		t.Errorf("rendered without a password: %v %s", err, b)
 	}
+}
+
+// rules renders a Role's or ClusterRole's rules as "group/resource:verbs"
+// lines, sorted, so that a test states the exact rights.
+func rules(rs []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, r := range rs {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				v := slices.Clone(r.Verbs)
+				slices.Sort(v)
+				out = append(out, g+"/"+res+":"+strings.Join(v, ","))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	importRules = []string{"/services:get,list,watch", "discovery.k8s.io/endpointslices:get,list,watch"}
+	exportRules = []string{"/endpoints:create,delete,get,list,update,watch", "/services:create,delete,get,list,update,watch",
+		"coordination.k8s.io/leases:create,get,update", "discovery.k8s.io/endpointslices:create,delete,get,list,update,watch"}
+)
+
+// The Kubernetes bridge's values: each direction adds exactly the rights
+// it needs, bound to the pods' ServiceAccount, and the properties that
+// turn it on; with both off the pods get no token at all.
+func TestHelmKubernetesBridge(t *testing.T) {
+	h := helm(t)
+	render := func(args ...string) *objects {
+		t.Helper()
+		out := run(t, h, append([]string{"template", "goreka", chart, "--namespace", "goreka", "-f", chart + "/ci/default-values.yaml"}, args...)...)
+		o, err := decode(out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		checkSet(t, o, 3, "goreka-auth", false, false)
+		return o
+	}
+	envOf := func(o *objects) map[string]string {
+		m := map[string]string{}
+		for _, e := range o.sts[0].Spec.Template.Spec.Containers[0].Env {
+			if strings.HasPrefix(e.Name, "GOREKA_KUBERNETES_") {
+				m[e.Name] = e.Value
+			}
+		}
+		return m
+	}
+	boundTo := func(subjects []rbacv1.Subject, sa string) bool {
+		return len(subjects) == 1 && subjects[0].Kind == "ServiceAccount" && subjects[0].Name == sa && subjects[0].Namespace == "goreka"
+	}
+
+	off := render()
+	pod := off.sts[0].Spec.Template.Spec
+	if len(off.sa)+len(off.roles)+len(off.rbs)+len(off.croles)+len(off.crbs) != 0 || len(envOf(off)) != 0 ||
+		pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("bridge off: %d accounts, %d roles, %d cluster roles, env %v, automount %v", len(off.sa), len(off.roles), len(off.croles), envOf(off), pod.AutomountServiceAccountToken)
+	}
+
+	t.Run("both directions, import from every namespace", func(t *testing.T) {
+		o := render("--set", "kubernetes.import.enabled=true", "--set", "kubernetes.export.enabled=true", "--set", "kubernetes.clusterId=east")
+		pod := o.sts[0].Spec.Template.Spec
+		if len(o.sa) != 1 || pod.ServiceAccountName != o.sa[0].Name || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+			t.Fatalf("account %+v, pod uses %q", o.sa, pod.ServiceAccountName)
+		}
+		sa := o.sa[0].Name
+		if len(o.croles) != 1 || !slices.Equal(rules(o.croles[0].Rules), importRules) || len(o.crbs) != 1 ||
+			o.crbs[0].RoleRef.Name != o.croles[0].Name || !boundTo(o.crbs[0].Subjects, sa) {
+			t.Errorf("import cluster role %+v binding %+v", o.croles, o.crbs)
+		}
+		if len(o.roles) != 1 || o.roles[0].Namespace != "goreka" || !slices.Equal(rules(o.roles[0].Rules), exportRules) ||
+			len(o.rbs) != 1 || o.rbs[0].Namespace != "goreka" || o.rbs[0].RoleRef.Name != o.roles[0].Name || !boundTo(o.rbs[0].Subjects, sa) {
+			t.Errorf("export role %+v binding %+v", o.roles, o.rbs)
+		}
+		want := map[string]string{"GOREKA_KUBERNETES_ENABLED": "true", "GOREKA_KUBERNETES_CLUSTERID": "east",
+			"GOREKA_KUBERNETES_IMPORT_ENABLED": "true", "GOREKA_KUBERNETES_IMPORT_NAMESPACES": "",
+			"GOREKA_KUBERNETES_EXPORT_ENABLED": "true", "GOREKA_KUBERNETES_EXPORT_NAMESPACE": "goreka", "GOREKA_KUBERNETES_EXPORT_ENDPOINTS": "true"}
+		if got := envOf(o); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("env %v, want %v", got, want)
+		}
+	})
+	t.Run("import from two namespaces only", func(t *testing.T) {
+		o := render("--set", "kubernetes.import.enabled=true", "--set", "kubernetes.import.namespaces={shop,payments}")
+		if len(o.croles) != 0 || len(o.crbs) != 0 || len(o.roles) != 2 || len(o.rbs) != 2 {
+			t.Fatalf("%d cluster roles, %d roles, %d bindings", len(o.croles), len(o.roles), len(o.rbs))
+		}
+		for i, ns := range []string{"shop", "payments"} {
+			if o.roles[i].Namespace != ns || !slices.Equal(rules(o.roles[i].Rules), importRules) || o.rbs[i].Namespace != ns || !boundTo(o.rbs[i].Subjects, o.sa[0].Name) {
+				t.Errorf("role in %s: %+v %+v", ns, o.roles[i], o.rbs[i])
+			}
+		}
+		if e := envOf(o); e["GOREKA_KUBERNETES_IMPORT_NAMESPACES"] != "shop,payments" || e["GOREKA_KUBERNETES_EXPORT_ENABLED"] != "" {
+			t.Errorf("env %v", e)
+		}
+	})
+	t.Run("export to its own namespace only", func(t *testing.T) {
+		o := render("--set", "kubernetes.export.enabled=true", "--set", "kubernetes.export.namespace=eureka-apps")
+		if len(o.croles) != 0 || len(o.roles) != 1 || o.roles[0].Namespace != "eureka-apps" || !slices.Equal(rules(o.roles[0].Rules), exportRules) {
+			t.Fatalf("roles %+v cluster roles %d", o.roles, len(o.croles))
+		}
+		if e := envOf(o); e["GOREKA_KUBERNETES_EXPORT_NAMESPACE"] != "eureka-apps" || e["GOREKA_KUBERNETES_IMPORT_ENABLED"] != "" {
+			t.Errorf("env %v", e)
+		}
+	})
 }
 
 // The plain manifests are the chart rendered with deploy/kubernetes's

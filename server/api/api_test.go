@@ -475,3 +475,28 @@ func TestStaticMarked(t *testing.T) {
 		t.Fatalf("change of the static registration: %d %+v", code, ch)
 	}
 }
+
+// An imported instance (the Kubernetes bridge) is lease-less and says
+// where it comes from: static and source=kubernetes.
+func TestImportedMarked(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("ORDERS", "o1"))
+	in := inst("WEB", "web-0")
+	in.Metadata = map[string]string{registry.MetaSource: "kubernetes"}
+	if _, err := f.reg.Import(in); err != nil {
+		t.Fatal(err)
+	}
+	var page wire.InstancesPage
+	if code := f.get(Prefix+"/instances", &page); code != 200 || len(page.Instances) != 2 {
+		t.Fatalf("%d %+v", code, page)
+	}
+	for _, in := range page.Instances {
+		if imported := in.ID == "web-0"; in.Static != imported || (in.Source == "kubernetes") != imported {
+			t.Errorf("%s: static %v source %q", in.ID, in.Static, in.Source)
+		}
+	}
+	var ch wire.ChangesAnswer
+	if code := f.get(Prefix+"/changes?since=1", &ch); code != 200 || len(ch.Changes) != 1 || ch.Changes[0].Instance.Source != "kubernetes" {
+		t.Fatalf("change of the imported instance: %d %+v", code, ch)
+	}
+}

@@ -55,7 +55,7 @@ func InstanceOf(v registry.LeaseView, lc Lifecycle) wire.Instance {
 	}
 	return wire.Instance{
 		App: in.App, ID: in.ID(), HostName: in.HostName, IPAddr: in.IPAddr,
-		Status: in.Status, OverriddenStatus: in.OverriddenStatus, Lifecycle: lc, Static: v.Static,
+		Status: in.Status, OverriddenStatus: in.OverriddenStatus, Lifecycle: lc, Static: v.Static, Source: v.Source,
 		Port: in.Port.Number, PortEnabled: in.Port.Enabled,
 		SecurePort: in.SecurePort.Number, SecurePortOn: in.SecurePort.Enabled,
 		VIPAddress: in.VIPAddress, SecureVIPAddress: in.SecureVIPAddress,

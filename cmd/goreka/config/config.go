@@ -210,6 +210,7 @@ type GorekaConfig struct {
 	Namespaces      NamespacesConfig
 	XDS             XDSConfig
 	Relay           RelayConfig
+	Kubernetes      KubernetesConfig
 }
 
 // RelayConfig holds goreka.relay.*: relay mode (package relay).
@@ -221,6 +222,26 @@ type RelayConfig struct {
 	FetchApps         []string      // goreka.relay.fetch-apps
 	ReadOnly          bool          // goreka.relay.read-only
 	MaxQueue          int           // goreka.relay.max-queue
+}
+
+// KubernetesConfig holds goreka.kubernetes.*: the Kubernetes bridge. It
+// has kube.Config's fields, in its order, so that cmd/goreka converts it.
+type KubernetesConfig struct {
+	Enabled     bool          // goreka.kubernetes.enabled
+	Kubeconfig  string        // goreka.kubernetes.kubeconfig; empty: in-cluster
+	ClusterID   string        // goreka.kubernetes.cluster-id
+	ResyncGrace time.Duration // goreka.kubernetes.resync-grace
+	Import      struct {
+		Enabled       bool     // goreka.kubernetes.import.enabled
+		Namespaces    []string // goreka.kubernetes.import.namespaces; empty: all
+		PortName      string   // goreka.kubernetes.import.port-name; empty: the first port
+		NamespaceMode string   // goreka.kubernetes.import.namespace-mode: default or namespaces
+	}
+	Export struct {
+		Enabled   bool   // goreka.kubernetes.export.enabled
+		Namespace string // goreka.kubernetes.export.namespace
+		Endpoints bool   // goreka.kubernetes.export.endpoints
+	}
 }
 
 // XDSConfig holds goreka.xds.*: the xDS server for Envoy and proxyless gRPC

@@ -189,6 +189,18 @@ var properties = []property{
 	{name: "goreka.xds.address", dynamic: "server.address", doc: "Bind address of the xDS server; empty binds all interfaces.", set: strField(func(c *Config) *string { return &c.Goreka.XDS.Address })},
 	{name: "goreka.xds.zone-priority", def: "true", doc: "A node that declares a locality zone gets its own zone's endpoints at priority 0, the other zones' at 1 and the remote regions' (eureka.server.remote-region-*) at 2, renumbered without gaps (a zone with no endpoints takes no priority).", set: boolField(func(c *Config) *bool { return &c.Goreka.XDS.ZonePriority })},
 	{name: "goreka.xds.held-as-unhealthy", def: "true", doc: "A lease whose heartbeats stopped (expired, not evicted: held by self-preservation) or that goreka's health evidence calls dead is UNHEALTHY over xDS, though Eureka clients may still see it UP; false serves every instance by the status Eureka clients see.", set: boolField(func(c *Config) *bool { return &c.Goreka.XDS.HeldAsUnhealthy })},
+	// goreka.kubernetes.*: the Kubernetes bridge (issue 27, README "Kubernetes bridge").
+	{name: "goreka.kubernetes.enabled", def: "false", doc: "Connect to a Kubernetes API server (in-cluster, or goreka.kubernetes.kubeconfig) for the bridge's import and export directions.", set: boolField(func(c *Config) *bool { return &c.Goreka.Kubernetes.Enabled })},
+	{name: "goreka.kubernetes.kubeconfig", def: "", doc: "kubeconfig file of the API server; empty: the in-cluster service account.", set: pathField(func(c *Config) *string { return &c.Goreka.Kubernetes.Kubeconfig })},
+	{name: "goreka.kubernetes.cluster-id", def: "default", doc: "Marks everything this goreka group writes to Kubernetes (label goreka.io/cluster-id) and imports (metadata goreka.cluster-id); two groups on one API server need different ids. A Kubernetes label value.", set: labelValueField(func(c *Config) *string { return &c.Goreka.Kubernetes.ClusterID })},
+	{name: "goreka.kubernetes.resync-grace", def: "30s", doc: "After a start or a lost connection, nothing imported is removed until the informers have synced and this much time has passed.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.Kubernetes.ResyncGrace }, true)},
+	{name: "goreka.kubernetes.import.enabled", def: "false", doc: "Import every EndpointSlice endpoint of a Service as a lease-less instance of the application named after the Service, upper-cased (source=kubernetes; never evicted, not replicated, withdrawn when Kubernetes withdraws it).", set: boolField(func(c *Config) *bool { return &c.Goreka.Kubernetes.Import.Enabled })},
+	{name: "goreka.kubernetes.import.namespaces", def: "", doc: "Kubernetes namespaces imported from, comma-separated; empty: all the client may read.", set: k8sNamespaceListField(func(c *Config) *[]string { return &c.Goreka.Kubernetes.Import.Namespaces })},
+	{name: "goreka.kubernetes.import.port-name", def: "", doc: "Name of the EndpointSlice port that becomes the instance's port; empty: the first port.", set: strField(func(c *Config) *string { return &c.Goreka.Kubernetes.Import.PortName })},
+	{name: "goreka.kubernetes.import.namespace-mode", def: "default", doc: "default: every imported Service goes to goreka's default namespace; namespaces: a Service of Kubernetes namespace N goes to goreka's namespace N (/ns/N/eureka/; it must be allowed or auto-created).", set: enumField(func(c *Config) *string { return &c.Goreka.Kubernetes.Import.NamespaceMode }, "default", "namespaces")},
+	{name: "goreka.kubernetes.export.enabled", def: "false", doc: "Write every Eureka application with IP instances as a selectorless Service with goreka-managed EndpointSlices (one node of the peer group writes: a Lease elects it).", set: boolField(func(c *Config) *bool { return &c.Goreka.Kubernetes.Export.Enabled })},
+	{name: "goreka.kubernetes.export.namespace", def: "", doc: "Kubernetes namespace the export writes to; empty: the namespace goreka runs in (in-cluster), else default.", set: k8sNamespaceField(func(c *Config) *string { return &c.Goreka.Kubernetes.Export.Namespace })},
+	{name: "goreka.kubernetes.export.endpoints", def: "true", doc: "Also write a core/v1 Endpoints object per exported Service (labelled endpointslice.kubernetes.io/skip-mirror), for consumers that read Endpoints (Spring Cloud Kubernetes' DiscoveryClient).", set: boolField(func(c *Config) *bool { return &c.Goreka.Kubernetes.Export.Endpoints })},
 	{name: "goreka.server.max-body-bytes", def: "1MB", doc: "Largest request body (register, status, metadata); sizes take B, KB, MB, GB (1024-based, as Spring's DataSize) or KiB, MiB, GiB.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBodyBytes })},
 	{name: "goreka.server.max-batch-body-bytes", def: "32MB", doc: "Largest peer replication batch body.", set: sizeField(func(c *Config) *int64 { return &c.Goreka.HTTP.MaxBatchBodyBytes })},
 	{name: "goreka.server.read-header-timeout", def: "10s", doc: "http.Server ReadHeaderTimeout.", set: durationField(func(c *Config) *time.Duration { return &c.Goreka.HTTP.ReadHeaderTimeout }, false)},
@@ -344,6 +356,65 @@ func namespaceListField(f func(*Config) *[]string) setter {
 			}
 		}
 		*f(c) = names
+		return nil
+	}
+}
+
+// k8sNamespaceListField takes a comma-separated list of Kubernetes
+// namespace names (DNS labels; "default" is one).
+func k8sNamespaceListField(f func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		names := splitList(v)
+		for _, n := range names {
+			if err := namespace.Validate(n); err != nil {
+				return errors.New(strings.Replace(err.Error(), "namespace name", "Kubernetes namespace", 1))
+			}
+		}
+		*f(c) = names
+		return nil
+	}
+}
+
+// k8sNamespaceField takes one Kubernetes namespace name, or empty.
+func k8sNamespaceField(f func(*Config) *string) setter {
+	list := k8sNamespaceListField(func(*Config) *[]string { return new([]string) })
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v != "" {
+			if err := list(c, v); err != nil {
+				return err
+			}
+			if strings.Contains(v, ",") {
+				return errors.New("one Kubernetes namespace, not a list")
+			}
+		}
+		*f(c) = v
+		return nil
+	}
+}
+
+// labelValueField takes a non-empty Kubernetes label value: at most 63
+// characters, letters, digits, '-', '_' and '.', beginning and ending
+// with a letter or digit.
+func labelValueField(f func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		switch {
+		case v == "":
+			return errors.New("must not be empty")
+		case len(v) > 63:
+			return errors.New("longer than 63 characters (a Kubernetes label value)")
+		}
+		alnum := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' }
+		for i := 0; i < len(v); i++ {
+			if b := v[i]; !alnum(b) && b != '-' && b != '_' && b != '.' {
+				return fmt.Errorf("may only hold letters, digits, '-', '_' and '.' (a Kubernetes label value), not %q", b)
+			}
+		}
+		if !alnum(v[0]) || !alnum(v[len(v)-1]) {
+			return errors.New("must begin and end with a letter or digit (a Kubernetes label value)")
+		}
+		*f(c) = v
 		return nil
 	}
 }

@@ -28,7 +28,8 @@ type Instance struct {
 	Status           registry.Status    `json:"status"`
 	OverriddenStatus registry.Status    `json:"overriddenStatus"`
 	Lifecycle        registry.Lifecycle `json:"lifecycle,omitempty"`
-	Static           bool               `json:"static,omitempty"`
+	Static           bool               `json:"static,omitempty"` // lease-less: static or imported
+	Source           string             `json:"source,omitempty"` // where an imported one comes from ("kubernetes")
 	Port             int                `json:"port"`
 	PortEnabled      bool               `json:"portEnabled"`
 	SecurePort       int                `json:"securePort"`

@@ -334,7 +334,7 @@
       g.instances.forEach(function (i, k) {
         if (k) td.appendChild(document.createTextNode(', '));
         td.appendChild(i.link ? el('a', { href: httpHref(i.link) || null, target: '_blank', rel: 'noopener noreferrer', text: i.id }) : document.createTextNode(i.id));
-        if (i.static) { td.appendChild(document.createTextNode(' ')); td.appendChild(staticBadge()); }
+        if (i.static) { td.appendChild(document.createTextNode(' ')); td.appendChild(staticBadge(i)); }
       });
       td.appendChild(el('br'));
     });
@@ -411,12 +411,12 @@
           el('button', { cls: 'toggle', type: 'button', 'data-act': 'inst', 'data-i': idx, 'aria-expanded': String(open),
             title: 'Details', text: open ? '\u25BE' : '\u25B8' }),
           link(i.link, i.id, true)
-        ].concat(i.static ? [' ', staticBadge()] : [])),
+        ].concat(i.static ? [' ', staticBadge(i)] : [])),
         el('td', null, [el('span', { cls: 'status ' + String(i.status).replace(/[^A-Z_]/g, ''), text: i.status })]),
         el('td', { text: i.hostName }),
         el('td', { text: i.ipAddr }),
         el('td', { text: i.securePort ? i.port + ' / ' + i.securePort + ' (secure)' : (i.port || '') }),
-        el('td', { text: i.static ? 'static: no heartbeats' : (i.lastRenewal || '') }),
+        el('td', { text: i.static ? (i.source || 'static') + ': no heartbeats' : (i.lastRenewal || '') }),
         el('td', null, actions(i, idx, key))
       ]));
       if (open) rows.push(el('tr', { cls: 'more' }, [el('td', { colspan: 7 }, [details(i)])]));
@@ -424,7 +424,10 @@
     return el('tr', { cls: 'detail' }, [el('td', { colspan: 4 }, [el('table', { cls: 'inst' }, [el('tbody', null, rows)])])]);
   }
 
-  function staticBadge() {
+  function staticBadge(i) {
+    if (i.source) {
+      return el('span', { cls: 'static', title: 'imported from ' + i.source + ': no lease, not replicated, withdrawn when its source withdraws it', text: i.source });
+    }
     return el('span', { cls: 'static', title: 'static registration (goreka.static-instances): never expires, not replicated', text: 'static' });
   }
 
@@ -439,7 +442,7 @@
       out.push(el('button', { cls: 'act', type: 'button', 'data-act': 'back', 'data-i': idx, disabled: busy ? 'disabled' : null,
         title: 'DELETE status override', text: 'Put back in service' }));
     }
-    if (i.static) return out; // the configuration owns it: goreka refuses a cancel
+    if (i.static) return out; // the configuration or the importer owns it: goreka refuses a cancel
     var confirming = state.confirm === key;
     out.push(el('button', { cls: 'act danger' + (confirming ? ' confirm' : ''), type: 'button', 'data-act': 'remove', 'data-i': idx,
       disabled: busy ? 'disabled' : null, title: 'DELETE the lease (the instance re-registers on its next heartbeat)',

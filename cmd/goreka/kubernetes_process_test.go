@@ -1,0 +1,79 @@
+package main
+
+// Process-level test of the Kubernetes import (goreka.kubernetes.import,
+// package kube/importer) against a real kube-apiserver
+// (internal/kubetest): a goreka restart drops no imported instance. The
+// endpoints' addresses (10.244.204.x) are data here, never dialled; the
+// API server accepts them because they are not loopback.
+
+import (
+	"maps"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/internal/kubetest"
+	"github.com/goreka/goreka/kube"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestKubernetesImportSurvivesRestart(t *testing.T) {
+	api := kubetest.Start(t)
+	admin := api.Client(kubetest.Admin)
+	ctx := t.Context()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := true
+	slice := func(ids ...string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-a", Labels: map[string]string{kube.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: new(int32(8080))}}}
+		for i, id := range ids {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.204." + string(rune('1'+i))},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: id}})
+		}
+		return s
+	}
+	if _, err := admin.DiscoveryV1().EndpointSlices("shop").Create(ctx, slice("web-0", "web-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t, "127.0.0.1")
+	n := processNode(t, "K", "127.0.0.1", port, standaloneArgs("127.0.0.1", port,
+		"--goreka.snapshot.path="+filepath.Join(t.TempDir(), "registry.snapshot"),
+		"--goreka.kubernetes.enabled=true", "--goreka.kubernetes.kubeconfig="+api.Kubeconfig(kubetest.Admin),
+		"--goreka.kubernetes.import.enabled=true", "--goreka.kubernetes.resync-grace=5s")...)
+	n.start()
+	n.waitServing()
+	both := map[string]string{"WEB/web-0": "UP", "WEB/web-1": "UP"}
+	waitUntil(t, "both imported", 30*time.Second, func() (bool, string) {
+		got, code := appInstances(n, "WEB")
+		return maps.Equal(got, both), http.StatusText(code)
+	})
+	n.stop()
+	// While goreka is down, web-1 goes: the restarted goreka serves it
+	// from its snapshot until its informers synced and the grace passed.
+	cur, err := admin.DiscoveryV1().EndpointSlices("shop").Get(ctx, "web-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := slice("web-0")
+	s.ResourceVersion = cur.ResourceVersion
+	if _, err := admin.DiscoveryV1().EndpointSlices("shop").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	n.waitServing()
+	if got, _ := appInstances(n, "WEB"); !maps.Equal(got, both) {
+		t.Fatalf("first read after the restart: %v, want both (nothing dropped before the sync and the grace)", got)
+	}
+	waitUntil(t, "web-1 withdrawn after the grace", 30*time.Second, func() (bool, string) {
+		got, _ := appInstances(n, "WEB")
+		return maps.Equal(got, map[string]string{"WEB/web-0": "UP"}), ""
+	})
+	if m := scrape(t, n); m["goreka_kubernetes_imported_instances"] != 1 {
+		t.Errorf("goreka_kubernetes_imported_instances = %v", m["goreka_kubernetes_imported_instances"])
+	}
+}

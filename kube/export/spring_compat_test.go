@@ -1,0 +1,129 @@
+//go:build compat
+
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/internal/kubetest"
+	"github.com/goreka/goreka/internal/proctest"
+)
+
+// A real consumer of the export: Spring Cloud Kubernetes' DiscoveryClient
+// (spring-cloud-starter-kubernetes-client, spring-cloud-dependencies
+// 2025.0.0; compat/agents/spring-kubernetes) pointed at the test API
+// server by KUBECONFIG lists two real Spring Boot apps (the unchanged
+// Eureka client, compat/agents/spring-boot3) that registered with a real
+// goreka process exporting to that API server; one set OUT_OF_SERVICE
+// leaves its list, one stopped (its client cancels) is gone. The apps
+// listen on loopback and register the address 10.244.60.x (the API server
+// refuses loopback): the DiscoveryClient lists addresses and ports, it
+// connects to none, so nothing has to reach them.
+func TestSpringCloudKubernetesDiscovery(t *testing.T) {
+	api := kubetest.Start(t)
+	sp := newSpace(t, api, "spring")
+	agents, _ := filepath.Abs("../../compat/agents")
+	out := t.TempDir()
+	for _, a := range []string{"spring-boot3", "spring-kubernetes"} {
+		cmd := exec.Command("bash", filepath.Join(agents, a, "build.sh"))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", a, err, b)
+		}
+	}
+	bin, err := proctest.Build(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gport := proctest.Port(t)
+	g, err := proctest.Start(proctest.Options{Name: "goreka", Path: bin, LogFile: filepath.Join(out, "goreka.log"),
+		Env: append(os.Environ(), "SERVER_PORT="+strconv.Itoa(gport), "SERVER_ADDRESS=127.0.0.1",
+			"GOREKA_KUBERNETES_ENABLED=true", "GOREKA_KUBERNETES_KUBECONFIG="+api.Kubeconfig(kubetest.Goreka),
+			"GOREKA_KUBERNETES_RESYNCGRACE=0s", "GOREKA_KUBERNETES_EXPORT_ENABLED=true", "GOREKA_KUBERNETES_EXPORT_NAMESPACE="+sp.name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop(syscall.SIGTERM, 10*time.Second) })
+	if err := g.WaitListening("127.0.0.1:"+strconv.Itoa(gport), 60*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, proctest.Tail(filepath.Join(out, "goreka.log"), 30))
+	}
+	eureka := fmt.Sprintf("http://127.0.0.1:%d/eureka/", gport)
+
+	start := func(name, dir string, env []string, args ...string) *proctest.Proc {
+		p, err := proctest.Start(proctest.Options{Name: name, Path: "bash", Args: append([]string{filepath.Join(agents, dir, "run.sh")}, args...),
+			Dir: filepath.Join(agents, dir), Env: append(os.Environ(), env...), LogFile: filepath.Join(out, name+".log"), Group: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(syscall.SIGTERM, 20*time.Second) })
+		return p
+	}
+	ports := map[string]int{}
+	apps := map[string]*proctest.Proc{}
+	for i, app := range []string{"orders", "payments"} {
+		ports[app] = proctest.Port(t)
+		apps[app] = start(app, "spring-boot3", []string{"APP_NAME=" + app, "PORT=" + strconv.Itoa(ports[app]), "EUREKA_URL=" + eureka},
+			fmt.Sprintf("--eureka.instance.ip-address=10.244.60.%d", i+1), "--eureka.instance.prefer-ip-address=true")
+	}
+	kport := proctest.Port(t)
+	start("sck", "spring-kubernetes", []string{"PORT=" + strconv.Itoa(kport), "KUBECONFIG=" + api.Kubeconfig(kubetest.Admin), "NAMESPACE=" + sp.name})
+
+	type inst struct {
+		Host string
+		Port int
+	}
+	list := func(svc string) ([]inst, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/instances/%s", kport, svc))
+		if err != nil {
+			return nil, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var v []inst
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, string(b)
+		}
+		return v, string(b)
+	}
+	var last string
+	waitFor(t, 4*time.Minute, "the DiscoveryClient lists both apps with their ports", func() bool {
+		o, s1 := list("orders")
+		p, s2 := list("payments")
+		last = s1 + " " + s2
+		return len(o) == 1 && o[0].Host == "10.244.60.1" && o[0].Port == ports["orders"] &&
+			len(p) == 1 && p[0].Host == "10.244.60.2" && p[0].Port == ports["payments"]
+	}, &last)
+
+	// OUT_OF_SERVICE: out of the DiscoveryClient's list (it lists ready addresses).
+	id := fmt.Sprintf("orders:%d", ports["orders"])
+	req, _ := http.NewRequest(http.MethodPut, eureka+"apps/ORDERS/"+id+"/status?value=OUT_OF_SERVICE", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status update: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	waitFor(t, 30*time.Second, "OUT_OF_SERVICE orders leaves the list", func() bool {
+		o, s := list("orders")
+		last = s
+		return len(o) == 0
+	}, &last)
+
+	// Cancelled (the app stops; its Eureka client sends the cancel): gone.
+	if err := apps["payments"].Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+		t.Log(err)
+	}
+	waitFor(t, 30*time.Second, "cancelled payments is gone", func() bool {
+		p, s := list("payments")
+		last = s
+		return len(p) == 0 && sp.svc("payments") == nil
+	}, &last)
+}
