@@ -25,6 +25,26 @@ type Set struct {
 // region (compared exactly, as Eureka's Set.contains); a region with no
 // list of its own uses the global one, and with neither every application
 // comes through.
+// Regions builds one Remote per region of urls (name -> Eureka URL,
+// eureka.server.remote-region-urls-with-name), each from template with its
+// Name and URL, and their Set; nil for no region.
+func Regions(urls map[string]string, template Config, whitelist map[string][]string) (*Set, error) {
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	var remotes []*Remote
+	for name, u := range urls {
+		c := template
+		c.Name, c.URL = name, u
+		r, err := New(c)
+		if err != nil {
+			return nil, err
+		}
+		remotes = append(remotes, r)
+	}
+	return NewSet(remotes, whitelist), nil
+}
+
 func NewSet(remotes []*Remote, whitelist map[string][]string) *Set {
 	s := &Set{byName: map[string]*Remote{}, white: map[string]map[string]bool{}}
 	for _, r := range remotes {

@@ -81,13 +81,13 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 
 	self := selfInfo(cfg)
 	a.me = self
-	peers, err := replication.Peers(peerURLs(cfg), self)
+	peers, err := replication.Peers(cfg.ReplicationURLs(), self)
 	if err != nil {
 		return nil, err
 	}
 	a.defaultPeers = peers
 	// Before the stacks: their status pages show it.
-	if a.selfIn, err = self.Instance(selfLease(cfg), cfg.Instance.Metadata, a.started); err != nil {
+	if a.selfIn, err = self.Instance(cfg.SelfLease(), cfg.Instance.Metadata, a.started); err != nil {
 		return nil, err
 	}
 	if a.stack, err = a.newStack(namespace.Default, peers); err != nil {
@@ -113,22 +113,13 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if a.kubeExport, err = a.kubeExporter(); err != nil {
 		return nil, err
 	}
+	if cfg.Goreka.Kubernetes.Enabled {
+		a.metrics.Registry().MustRegister(a.kubeMetrics.Collector()) // both directions'
+	}
 	a.http = httpServer(cfg, a.relay.Handler(a.srv), log) // a.srv itself when not a relay
 	a.http.TLSConfig = a.tlsIn.TLSConfig()
 	a.metrics.Registry().MustRegister(tlsconf.Collector(a.tlsIn, a.tlsOut)) // process-wide: no namespace label
 	return a, nil
-}
-
-// peerURLs returns the service URLs to replicate to. Without any
-// eureka.client.service-url setting goreka runs standalone: Spring's built-in
-// default (http://localhost:8761/eureka/) means "this server" to the people who
-// leave it alone, but a goreka on another port would take whatever listens on
-// 8761 for a peer and copy its registry.
-func peerURLs(cfg *config.Config) []string {
-	if !cfg.IsSet("eureka.client.service-url") {
-		return nil
-	}
-	return cfg.PeerURLs()
 }
 
 // run serves until ctx is done, then shuts down gracefully. It returns an
@@ -163,7 +154,7 @@ func (a *app) run(ctx context.Context, ln net.Listener) error {
 		}
 		close(errc)
 	}()
-	if srcs := peerSources(a.cfg, a.reload, a.hup); srcs != nil {
+	if srcs := a.cfg.PeerPlan(a.reload, a.hup).Sources(); srcs != nil {
 		// Resolved once before the start-up sync, so that it asks the
 		// peers DNS knows.
 		w := &discovery.Watcher{Sources: srcs, Apply: a.applyPeers, Logger: a.log.With("component", "discovery")}

@@ -21,8 +21,8 @@ func TestPeerURLsStandaloneByDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := peerURLs(cfg); len(got) != tc.want {
-				t.Fatalf("peerURLs = %v, want %d", got, tc.want)
+			if got := cfg.ReplicationURLs(); len(got) != tc.want {
+				t.Fatalf("ReplicationURLs = %v, want %d", got, tc.want)
 			}
 		})
 	}

@@ -88,7 +88,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
-		return peerURLs(c), nil
+		return c.ReplicationURLs(), nil
 	}
 	peerHup := make(chan struct{}, 1)
 	a.hup = peerHup

@@ -62,17 +62,18 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		peers = a.namespacePeers(name, base)
 	}
 	s.changes = registry.NewChangeLog(s.log, now)
-	ro := registryOptions(cfg, now, s.onEvent, s.onRenew)
+	ro := cfg.RegistryOptions()
+	ro.Now, ro.OnEvent, ro.OnRenew = now, s.onEvent, s.onRenew
 	if name != namespace.Default {
 		ro.MaxInstances = cfg.Goreka.Namespaces.MaxInstances
 	}
 	s.reg = registry.New(ro)
-	a.xds.Attach(name, s.reg)                  // follows the change stream from here, restore included
-	xv := xdsview.New(a.xds, name)             // nil when xDS is off
-	s.api = api.New(s.reg, apiConfig(now, xv)) // before any write: its index starts from the empty registry
+	a.xds.Attach(name, s.reg)                             // follows the change stream from here, restore included
+	xv := xdsview.New(a.xds, name)                        // nil when xDS is off
+	s.api = api.New(s.reg, api.Config{Now: now, XDS: xv}) // before any write: its index starts from the empty registry
 	if p := namespace.SnapshotPath(cfg.Goreka.Snapshot.Path, name); p != "" {
-		sc := snapshotConfig(cfg, now, s.log)
-		sc.Path = p
+		sc := cfg.SnapshotConfig()
+		sc.Path, sc.Now, sc.Logger = p, now, s.log.With("component", "snapshot")
 		s.snap = snapshot.New(s.reg, sc)
 	}
 	s.evictor = eviction.New(s.reg, evictionConfig(cfg, now, s.log))
@@ -96,8 +97,9 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 	if s.relay != nil {
 		up = s.relay
 	}
-	docs := document.New(document.Config{Registry: s.reg, Codecs: codecs(cfg), Regions: s.regions, Upstream: up})
-	cc := cacheConfig(cfg, now)
+	docs := document.New(document.Config{Registry: s.reg, Codecs: cfg.Codecs(), Regions: s.regions, Upstream: up})
+	cc := cfg.CacheConfig()
+	cc.Now = now
 	// One rate limiter and one set of per-client fetch limits for the
 	// process, as in Eureka (its rate limiter is global): the default
 	// stack's, which every namespace's server shares.

@@ -3,15 +3,11 @@ package main
 import (
 	"cmp"
 	"crypto/tls"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/cmd/goreka/config"
-	"github.com/goreka/goreka/compat"
-	"github.com/goreka/goreka/discovery"
 	"github.com/goreka/goreka/document"
 	"github.com/goreka/goreka/eviction"
 	"github.com/goreka/goreka/health"
@@ -23,9 +19,7 @@ import (
 	"github.com/goreka/goreka/relay"
 	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/server"
-	"github.com/goreka/goreka/server/api"
 	"github.com/goreka/goreka/server/metrics"
-	"github.com/goreka/goreka/snapshot"
 	"github.com/goreka/goreka/tlsconf"
 	"github.com/goreka/goreka/xds"
 )
@@ -38,20 +32,7 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds
 		return nil
 	}
 	c := xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")}
-	if sec.Password != "" || len(sec.Users) > 0 { // as the main port's authentication
-		c.Credentials = map[string]string{sec.User: sec.Password, sec.ReadOnlyUser: sec.ReadOnlyPassword}
-		c.Namespaces = map[string][]string{}
-		for _, u := range sec.Users {
-			if c.Credentials[u.Name] = u.Password; len(u.Namespaces) > 0 {
-				c.Namespaces[u.Name] = u.Namespaces
-			}
-		}
-		for u, p := range c.Credentials { // unset users, and certificate users, who have no password
-			if u == "" || p == "" {
-				delete(c.Credentials, u)
-			}
-		}
-	}
+	c.Credentials, c.Namespaces = sec.Passwords() // the main port's users
 	if tlsIn != nil {
 		c.GetCertificate = tlsIn.GetCertificate // the main port's, rotated with it
 	}
@@ -62,11 +43,7 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds
 // default namespace: nil unless enabled.
 func (a *app) kubeExporter() (*export.Exporter, error) {
 	kc := kube.Config(a.cfg.Goreka.Kubernetes)
-	e, err := export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, a.kubeMetrics, a.log.With("component", "kubernetes-export"), a.now)
-	if e != nil && !kc.Import.Enabled { // else kubeImporter registered the set
-		a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
-	}
-	return e, err
+	return export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, a.kubeMetrics, a.log.With("component", "kubernetes-export"), a.now)
 }
 
 // kubeImporter maps goreka.kubernetes.* onto the import: nil unless enabled.
@@ -75,7 +52,6 @@ func (a *app) kubeImporter() (*importer.Importer, error) {
 	if !kc.Enabled || !kc.Import.Enabled {
 		return nil, nil
 	}
-	a.metrics.Registry().MustRegister(a.kubeMetrics.Collector())
 	return importer.New(importer.Config{Kube: kc, Metrics: a.kubeMetrics, Now: a.now, Logger: a.log.With("component", "kubernetes-import"),
 		Registry: func(ns string) (*registry.Registry, error) {
 			s, err := a.ns.Get(ns, true)
@@ -90,25 +66,6 @@ func (a *app) kubeImporter() (*importer.Importer, error) {
 // package's settings, so that newApp only wires and each mapping can be
 // read (and checked against the Spring property table) in one place.
 // Defaults live in the config table or the package, never here.
-
-func registryOptions(cfg *config.Config, now func() time.Time, onEvent func(registry.Event), onRenew func(registry.Renewal)) registry.Options {
-	return registry.Options{
-		Now:                   now,
-		SelfID:                cfg.Instance.InstanceID,
-		ExpectedClients:       cfg.Instance.ExpectedNumberOfClientsSendingRenews,
-		IgnoreDirtyTimestamps: !cfg.EurekaServer.SyncWhenTimestampDiffers,
-		KeepImported:          cfg.Goreka.Kubernetes.Enabled && cfg.Goreka.Kubernetes.Import.Enabled,
-		OnEvent:               onEvent,
-		OnRenew:               onRenew,
-	}
-}
-
-// snapshotConfig maps goreka.snapshot.* (used when the path is set).
-func snapshotConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) snapshot.Config {
-	sc := cfg.Goreka.Snapshot
-	return snapshot.Config{Path: sc.Path, Interval: sc.Interval, MaxAge: sc.MaxAge,
-		Server: cfg.Instance.InstanceID, Now: now, Logger: log.With("component", "snapshot")}
-}
 
 func evictionConfig(cfg *config.Config, now func() time.Time, log *slog.Logger) eviction.Config {
 	es := cfg.EurekaServer
@@ -169,14 +126,6 @@ func selfInfo(cfg *config.Config) replication.SelfInfo {
 	}
 }
 
-// selfLease is the lease of this server's own registration.
-func selfLease(cfg *config.Config) registry.LeaseInfo {
-	return registry.LeaseInfo{
-		RenewalInterval: cfg.Instance.LeaseRenewalInterval,
-		Duration:        cfg.Instance.LeaseExpirationDuration,
-	}
-}
-
 func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logger, tc func(string) *tls.Config) replication.Config {
 	es := cfg.EurekaServer
 	c := replication.Default()
@@ -191,30 +140,8 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 	return c
 }
 
-// cacheConfig maps Eureka's cache properties. goreka refreshes the readOnly
-// tier on change unless the user asked for Eureka's timer, by setting
-// response-cache-update-interval-ms or goreka.cache.refresh-on-change=false.
-func cacheConfig(cfg *config.Config, now func() time.Time) cache.Config {
-	es := cfg.EurekaServer
-	c := cache.DefaultConfig()
-	c.UseReadOnly = es.UseReadOnlyResponseCache
-	c.AutoExpiration = es.ResponseCacheAutoExpiration
-	c.UpdateInterval = es.ResponseCacheUpdateInterval
-	c.RefreshOnChange = cfg.Goreka.Cache.RefreshOnChange && !cfg.IsSet("eureka.server.response-cache-update-interval-ms")
-	c.Now = now
-	return c
-}
-
-// codecs maps eureka.server.json-codec-name and xml-codec-name (validated
-// when the configuration was loaded) to the encoders of the response cache.
-func codecs(cfg *config.Config) compat.Codecs {
-	j, _ := compat.ParseJSONCodec(cfg.EurekaServer.JSONCodecName)
-	x, _ := compat.ParseXMLCodec(cfg.EurekaServer.XMLCodecName)
-	return compat.Codecs{JSON: j, XML: x}
-}
-
 func serverConfig(cfg *config.Config) server.Config {
-	es := cfg.EurekaServer
+	es, fl := cfg.EurekaServer, cfg.Goreka.FetchLimit
 	return server.Config{
 		DisableDelta:      cfg.EurekaServer.DisableDelta,
 		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
@@ -227,19 +154,9 @@ func serverConfig(cfg *config.Config) server.Config {
 			RegistryFetchAverageRate: es.RateLimiterRegistryFetchAverageRate,
 			FullFetchAverageRate:     es.RateLimiterFullFetchAverageRate,
 		},
-		FetchLimit: fetchLimitConfig(cfg.Goreka.FetchLimit),
+		FetchLimit: server.FetchLimitConfig{Enabled: fl.Enabled, FullPerMinute: fl.FullPerMinute, DeltaPerMinute: fl.DeltaPerMinute,
+			Burst: fl.Burst, MaxClients: fl.MaxClients, IdentifyBy: fl.IdentifyBy},
 	}
-}
-
-// fetchLimitConfig maps goreka.fetch-limit.* to the server's per-client
-// fetch limiter.
-func fetchLimitConfig(fl config.FetchLimitConfig) server.FetchLimitConfig {
-	return server.FetchLimitConfig{Enabled: fl.Enabled, FullPerMinute: fl.FullPerMinute, DeltaPerMinute: fl.DeltaPerMinute,
-		Burst: fl.Burst, MaxClients: fl.MaxClients, IdentifyBy: fl.IdentifyBy}
-}
-
-func apiConfig(now func() time.Time, x api.XDS) api.Config {
-	return api.Config{Now: now, XDS: x}
 }
 
 func opsConfig(cfg *config.Config, log *slog.Logger, m *metrics.Metrics, namespace string) server.OpsConfig {
@@ -263,30 +180,6 @@ func httpServer(cfg *config.Config, h http.Handler, log *slog.Logger) *http.Serv
 		IdleTimeout:       hc.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
-}
-
-// peerSources are the origins of the peer list besides the start-up
-// configuration (discovery.Plan): the configuration file's service URLs
-// again (reload, on hup and every peer-eureka-nodes-update-interval-ms; nil
-// when the caller cannot reload), the headless DNS name and Eureka's TXT
-// records. It returns nil when the peer list is fixed.
-func peerSources(cfg *config.Config, reload func() ([]string, error), hup <-chan struct{}) []discovery.Source {
-	form := discovery.URLForm{Scheme: "http", User: cfg.Security.User, Password: cfg.Security.Password}
-	if cfg.TLSEnabled() {
-		form.Scheme = "https"
-	}
-	pc, cl := cfg.Goreka.Peers, cfg.Client
-	p := discovery.Plan{
-		ServiceURLs: peerURLs(cfg), Reload: reload, ReloadInterval: cfg.EurekaServer.PeerEurekaNodesUpdateInterval, Trigger: hup,
-		DNSServer: pc.DNSServer, RefreshInterval: pc.RefreshInterval,
-		Headless: discovery.Headless{Name: pc.DNSName, Port: pc.Port, SRV: pc.DNSSRV, Form: form},
-		Self:     discovery.LocalSelf(cfg.Server.Port, cfg.Server.Address, cfg.Instance.IPAddress),
-	}
-	if cl.UseDNSForFetchingServiceURLs {
-		p.TXT = &discovery.EurekaTXT{Name: cl.EurekaServerDNSName, Region: cl.Region, Zone: cfg.Instance.Metadata["zone"],
-			Port: cl.EurekaServerPort, Context: cl.EurekaServerURLContext, Form: form}
-	}
-	return p.Sources()
 }
 
 // newTLS reads the server's (server.ssl.*) and the client's
@@ -315,39 +208,21 @@ func authUsers(us []config.User) []server.UserConfig {
 	return out
 }
 
-// remoteRegions maps eureka.server.remote-region-* to one region.Remote per
+// remoteRegions maps eureka.server.remote-region-*: one region.Remote per
 // region of remote-region-urls-with-name. onChange is called after a
 // region's copy changed (a.cache is set by then: fetches start in run).
 func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, onChange func(region.Change), tc func(string) *tls.Config) (document.Regions, error) {
 	rr := cfg.EurekaServer.RemoteRegions
-	out := document.Regions{DisableTransparentFallback: rr.DisableTransparentFallback}
-	if len(rr.URLsWithName) == 0 {
-		return out, nil
-	}
-	var remotes []*region.Remote
-	for name, u := range rr.URLsWithName {
-		r, err := region.New(region.Config{
-			Name: name, URL: u, FetchInterval: rr.FetchInterval,
-			ConnectTimeout: rr.ConnectTimeout, ReadTimeout: rr.ReadTimeout,
-			DisableDelta: rr.DisableDelta, GZip: rr.GZip,
-			UserAgent: "goreka-remote-region/dev",
-			Now:       now, Logger: log, OnChange: onChange, TLSConfigFor: tc,
-		})
-		if err != nil {
-			return out, err
-		}
-		remotes = append(remotes, r)
-	}
-	out.Set = region.NewSet(remotes, rr.AppWhitelist)
-	return out, nil
+	set, err := region.Regions(rr.URLsWithName, region.Config{FetchInterval: rr.FetchInterval, ConnectTimeout: rr.ConnectTimeout,
+		ReadTimeout: rr.ReadTimeout, DisableDelta: rr.DisableDelta, GZip: rr.GZip, UserAgent: "goreka-remote-region/dev",
+		Now: now, Logger: log, OnChange: onChange, TLSConfigFor: tc}, rr.AppWhitelist)
+	return document.Regions{Set: set, DisableTransparentFallback: rr.DisableTransparentFallback}, err
 }
 
 // newRelay maps goreka.relay.*: nil without an upstream.
 func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change), tc func(string) *tls.Config) (*relay.Relay, error) {
 	rc := cfg.Goreka.Relay
-	if len(rc.Upstream) == 0 && (rc.ReadOnly || len(rc.FetchApps) > 0) {
-		return nil, errors.New("goreka.relay.read-only and goreka.relay.fetch-apps need goreka.relay.upstream")
-	} else if len(rc.Upstream) == 0 {
+	if len(rc.Upstream) == 0 { // read-only and fetch-apps without it are refused by config
 		return nil, nil
 	}
 	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,

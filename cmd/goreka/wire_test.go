@@ -67,7 +67,7 @@ func TestEvictionConfigGateSettings(t *testing.T) {
 }
 
 func TestSelfLeaseDefaults(t *testing.T) {
-	l := selfLease(loadConfig(t))
+	l := loadConfig(t).SelfLease()
 	if l.RenewalInterval != registry.DefaultRenewalInterval || l.Duration != registry.DefaultLeaseDuration {
 		t.Fatalf("self lease %+v, want the registry's defaults", l)
 	}

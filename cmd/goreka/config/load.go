@@ -348,6 +348,9 @@ func finish(c *Config, workDir string, h host, errs *[]error) {
 		c.Client.EurekaServerPort = c.Server.Port
 		derived("eureka.client.eureka-server-port", strconv.Itoa(c.Server.Port), "server.port")
 	}
+	if rc := c.Goreka.Relay; len(rc.Upstream) == 0 && (rc.ReadOnly || len(rc.FetchApps) > 0) {
+		*errs = append(*errs, errors.New("goreka.relay.read-only and goreka.relay.fetch-apps need goreka.relay.upstream"))
+	}
 	if c.Client.UseDNSForFetchingServiceURLs && c.Client.EurekaServerDNSName == "" {
 		*errs = append(*errs, errors.New("eureka.client.use-dns-for-fetching-service-urls=true needs eureka.client.eureka-server-d-n-s-name"))
 	}
