@@ -86,9 +86,13 @@ func TestXDSEnvoyOverTLSWithCredentials(t *testing.T) {
 	var logs syncBuilder
 	reg := registry.New(registry.Options{})
 	srv := xds.New(xds.Config{ZonePriority: true, HeldAsUnhealthy: true,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil },
-		Credentials:    map[string]string{"eureka": "s3cret"},
-		Logger:         newTextLogger(&logs)})
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}},
+		// goreka wires the main port's edge here (server.Ops.Identify); one
+		// user, eureka:s3cret, stands for it.
+		Identify: func(h string, _ *tls.ConnectionState) (string, []string, bool) {
+			return "eureka", nil, h == "Basic "+base64.StdEncoding.EncodeToString([]byte("eureka:s3cret"))
+		},
+		Logger: newTextLogger(&logs)})
 	srv.Attach("default", reg)
 	if err := srv.Start(t.Context(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"log/slog"
 	"net/http"
@@ -248,6 +249,25 @@ func (o *Ops) authenticated(w http.ResponseWriter, r *http.Request) (*principal,
 	w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
 	w.WriteHeader(http.StatusUnauthorized)
 	return nil, false
+}
+
+// Identify authenticates credentials presented on another port that
+// serves these users (the xDS port): an Authorization header value and the
+// connection's TLS state, as the edge does (a password, else a verified
+// client certificate). With authentication off every caller passes, as no
+// user. namespaces are the user's (nil: every namespace).
+func (o *Ops) Identify(authorization string, st *tls.ConnectionState) (user string, namespaces []string, ok bool) {
+	if !o.authOn {
+		return "", nil, true
+	}
+	p := o.users.find(authorization)
+	if p == nil {
+		p = o.users.byCertificate(st)
+	}
+	if p == nil {
+		return "", nil, false
+	}
+	return p.name, p.namespaces, true
 }
 
 // authorize is the edge's auth step. It answers 401 (authenticated) or 403

@@ -80,15 +80,18 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TypeUrl = typeURL
-	if len(s.cfg.Namespaces) > 0 {
-		// The main port's edge authenticated the caller for this route; a
-		// user restricted to some namespaces may not name another one in
-		// its node.
-		if user, ok := s.validBasic(r.Header.Get("Authorization")); ok {
-			if err := s.userMayRead(user, keyOf(req.GetNode(), false).ns); err != nil {
-				fail(http.StatusForbidden, "%s", status.Convert(err).Message())
-				return
-			}
+	if s.cfg.Identify != nil {
+		// The main port's edge authenticated the caller for this route
+		// (the handler is also usable without it); a user restricted to
+		// some namespaces may not name another one in its node.
+		user, nss, ok := s.cfg.Identify(r.Header.Get("Authorization"), r.TLS)
+		if !ok {
+			fail(http.StatusUnauthorized, "credentials required")
+			return
+		}
+		if err := s.identityMayRead(identity{user: user, namespaces: nss}, keyOf(req.GetNode(), false).ns); err != nil {
+			fail(http.StatusForbidden, "%s", status.Convert(err).Message())
+			return
 		}
 	}
 	resp, err := s.fetch(req)

@@ -2,11 +2,8 @@ package xds
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
-	"encoding/base64"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,24 +19,31 @@ import (
 // serverOptions are the TLS and authentication options of the gRPC port.
 func (s *Server) serverOptions() []grpc.ServerOption {
 	var out []grpc.ServerOption
-	if s.cfg.GetCertificate != nil {
-		// The main port's certificate source, called at each handshake:
-		// a rotating source rotates the xDS port's certificate too.
-		out = append(out, grpc.Creds(credentials.NewTLS(&tls.Config{GetCertificate: s.cfg.GetCertificate, MinVersion: tls.VersionTLS12})))
+	if s.cfg.TLS != nil {
+		// The main port's configuration, whose certificate source is
+		// asked at each handshake: a rotated certificate rotates here too.
+		out = append(out, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}
-	if len(s.cfg.Credentials) > 0 {
+	if s.cfg.Identify != nil {
 		out = append(out, grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
 	}
 	return out
 }
 
+// identity is who a call authenticated as: namespaces not nil are the
+// only ones the user may read.
+type identity struct {
+	user       string
+	namespaces []string
+}
+
 func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-	user, err := s.authenticate(ctx, info.FullMethod)
+	id, err := s.authenticate(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
 	if r, ok := req.(interface{ GetNode() *core.Node }); ok { // the per-type Fetch calls
-		if err := s.userMayRead(user, keyOf(r.GetNode(), false).ns); err != nil {
+		if err := s.identityMayRead(id, keyOf(r.GetNode(), false).ns); err != nil {
 			return nil, err
 		}
 	}
@@ -47,96 +51,91 @@ func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerI
 }
 
 func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-	user, err := s.authenticate(ss.Context(), info.FullMethod)
+	id, err := s.authenticate(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
-	return next(srv, userStream{ss, context.WithValue(ss.Context(), userKey{}, user)})
+	return next(srv, identityStream{ss, context.WithValue(ss.Context(), identityKey{}, id)})
 }
 
-// userStream carries the authenticated user to the stream's open callback
-// (opened), where the stream is known by its id.
-type userStream struct {
+// identityStream carries the authenticated identity to the stream's open
+// callback (opened), where the stream is known by its id.
+type identityStream struct {
 	grpc.ServerStream
 	ctx context.Context
 }
 
-func (u userStream) Context() context.Context { return u.ctx }
+func (u identityStream) Context() context.Context { return u.ctx }
 
-type userKey struct{}
+type identityKey struct{}
 
-// opened records the user of a stream that streamAuth let in.
+// opened records the identity of a stream that streamAuth let in.
 func (s *Server) opened(ctx context.Context, sk streamKey) error {
-	if user, ok := ctx.Value(userKey{}).(string); ok {
+	if id, ok := ctx.Value(identityKey{}).(identity); ok {
 		s.mu.Lock()
-		s.users[sk] = user
+		s.users[sk] = id
 		s.mu.Unlock()
 	}
 	return nil
 }
 
-// mayRead refuses a stream whose node names a namespace its user may not
-// read (the stream ends with PERMISSION_DENIED).
-func (s *Server) mayRead(sk streamKey, n *core.Node) error {
-	if len(s.cfg.Namespaces) == 0 || n == nil {
+// mayRead checks every request of a stream: the node it names, when it
+// names one (go-control-plane serves each request's own node), must stay
+// in the stream's first namespace, and its user must be allowed to read
+// it. seen is the stream's first node.
+func (s *Server) mayRead(sk streamKey, seen, n *core.Node) error {
+	if n == nil || seen == nil {
 		return nil
+	}
+	ns := keyOf(n, false).ns
+	if first := keyOf(seen, false).ns; ns != first {
+		return status.Errorf(codes.InvalidArgument, "xds: a stream's node may not change namespace (%q, then %q)", first, ns)
 	}
 	s.mu.Lock()
-	user, ok := s.users[sk]
+	id, ok := s.users[sk]
 	s.mu.Unlock()
 	if !ok {
-		return nil // no credentials are required (the interceptors let every call in)
+		return nil // no authentication (Identify is nil)
 	}
-	return s.userMayRead(user, keyOf(n, false).ns)
+	return s.identityMayRead(id, ns)
 }
 
-func (s *Server) userMayRead(user, ns string) error {
-	allowed, limited := s.cfg.Namespaces[user]
-	if !limited || slices.Contains(allowed, ns) {
+func (s *Server) identityMayRead(id identity, ns string) error {
+	if id.namespaces == nil || slices.Contains(id.namespaces, ns) {
 		return nil
 	}
-	s.refusals.log(s, "xds call refused: the user may not read this namespace", "user", user, "namespace", ns)
-	return status.Errorf(codes.PermissionDenied, "xds: user %q may not read namespace %q", user, ns)
+	s.refusals.log(s, "xds call refused: the user may not read this namespace", "user", id.user, "namespace", ns)
+	return status.Errorf(codes.PermissionDenied, "xds: user %q may not read namespace %q", id.user, ns)
 }
 
 // errUnauthenticated is the refusal of a call without valid credentials.
-var errUnauthenticated = status.Error(codes.Unauthenticated, "xds: this goreka requires credentials (authorization: Basic, the main port's users)")
+var errUnauthenticated = status.Error(codes.Unauthenticated, "xds: this goreka requires credentials (authorization: Basic, or a client certificate, of the main port's users)")
 
-// authenticate checks the call's authorization metadata against the
-// users: Basic, one of Config.Credentials. It returns the user.
-func (s *Server) authenticate(ctx context.Context, method string) (string, error) {
+// authenticate asks Identify about the call's authorization metadata and
+// its connection's client certificate.
+func (s *Server) authenticate(ctx context.Context, method string) (identity, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	for _, h := range md.Get("authorization") {
-		if user, ok := s.validBasic(h); ok {
-			return user, nil
+	var st *tls.ConnectionState
+	from := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			st = &ti.State
+		}
+		if p.Addr != nil {
+			from = p.Addr.String()
 		}
 	}
-	from := ""
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		from = p.Addr.String()
+	auth := md.Get("authorization")
+	if len(auth) == 0 {
+		auth = []string{""}
+	}
+	for _, h := range auth {
+		if user, nss, ok := s.cfg.Identify(h, st); ok {
+			return identity{user: user, namespaces: nss}, nil
+		}
 	}
 	s.refusals.log(s, "xds call refused: no valid credentials", "method", method, "remote", from)
-	return "", errUnauthenticated
-}
-
-func (s *Server) validBasic(h string) (string, bool) {
-	const prefix = "basic "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
-	if err != nil {
-		return "", false
-	}
-	user, pass, ok := strings.Cut(string(b), ":")
-	if !ok {
-		return "", false
-	}
-	want, known := s.cfg.Credentials[user]
-	// Compared whether or not the user is known, so that the time does
-	// not tell which users exist.
-	eq := subtle.ConstantTimeCompare([]byte(pass), []byte(want)) == 1
-	return user, known && eq && want != "" // a user without a password (a certificate's) never matches
+	return identity{}, errUnauthenticated
 }
 
 // refusalEvery is the least time between two refusal log lines; the calls

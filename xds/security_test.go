@@ -104,10 +104,10 @@ func TestTLSAndCredentials(t *testing.T) {
 	var logs strings.Builder
 	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := newFixture(t, Config{
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { handshakes.Add(1); return &cert, nil },
-		Credentials:    map[string]string{"eureka": "s3cret", "viewer": "look"},
-		Logger:         slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
-		Now:            clock.Now,
+		TLS:      &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { handshakes.Add(1); return &cert, nil }},
+		Identify: basicUsers(map[string]string{"eureka": "s3cret", "viewer": "look"}, nil),
+		Logger:   slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
+		Now:      clock.Now,
 	})
 	f.register(inst("A", "a1", "10.0.0.1"))
 	f.sync()
@@ -153,33 +153,14 @@ func TestTLSAndCredentials(t *testing.T) {
 	}
 }
 
-// A raw authorization value that is not Basic user:password is refused.
-func TestValidBasic(t *testing.T) {
-	s := New(Config{Credentials: map[string]string{"u": "p:w", "cert-user": ""}})
-	for h, want := range map[string]bool{
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):      true,
-		"basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):      true,
-		"Bearer " + base64.StdEncoding.EncodeToString([]byte("u:p:w")):     false,
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("u")):          false,
-		"Basic " + base64.StdEncoding.EncodeToString([]byte("cert-user:")): false,
-		"Basic !!!": false,
-		"":          false,
-	} {
-		if _, got := s.validBasic(h); got != want {
-			t.Errorf("validBasic(%q) = %v, want %v", h, got, want)
-		}
-	}
-}
-
 // A user restricted to some namespaces (goreka.security.users[N].namespaces)
 // cannot read another one by naming it in its node's metadata, over gRPC or
 // the REST form; an unrestricted user reads both.
 func TestCredentialsKeepAUserToItsNamespaces(t *testing.T) {
 	cert, pool := selfSigned(t)
 	f := newFixture(t, Config{
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil },
-		Credentials:    map[string]string{"ops": "all", "team": "dev-only"},
-		Namespaces:     map[string][]string{"team": {"dev"}},
+		TLS:      &tls.Config{Certificates: []tls.Certificate{cert}},
+		Identify: basicUsers(map[string]string{"ops": "all", "team": "dev-only"}, map[string][]string{"team": {"dev"}}),
 	})
 	f.s.Attach("dev", registry.New(registry.Options{Now: f.clock.Now}))
 	f.register(inst("A", "a1", "10.0.0.1"))
@@ -219,6 +200,64 @@ func TestCredentialsKeepAUserToItsNamespaces(t *testing.T) {
 		f.s.Handler().ServeHTTP(rec, req)
 		if rec.Code != tc.want {
 			t.Errorf("REST: %s reading %s: %d %s, want %d", tc.user, tc.ns, rec.Code, rec.Body, tc.want)
+		}
+	}
+}
+
+// basicUsers is an Identify for tests (the real one is the main port's
+// edge, server.Ops.Identify): Basic user:password of users, restricted to
+// namespaces[user] when set.
+func basicUsers(users map[string]string, namespaces map[string][]string) func(string, *tls.ConnectionState) (string, []string, bool) {
+	return func(h string, _ *tls.ConnectionState) (string, []string, bool) {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(h, "Basic "))
+		user, pass, ok := strings.Cut(string(b), ":")
+		if err != nil || !ok || users[user] != pass || pass == "" {
+			return "", nil, false
+		}
+		return user, namespaces[user], true
+	}
+}
+
+// A stream's later request may not switch its node to another namespace:
+// go-control-plane would serve that node's resources on the same stream.
+func TestStreamMayNotSwitchNamespace(t *testing.T) {
+	f := newFixture(t, Config{Identify: func(string, *tls.ConnectionState) (string, []string, bool) { return "team", []string{"dev"}, true }})
+	f.s.Attach("dev", registry.New(registry.Options{Now: f.clock.Now}))
+	f.register(inst("A", "a1", "10.0.0.1"))
+	f.sync()
+	if err := f.s.Start(t.Context(), "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(f.s.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{Node: node("n", NodeNamespace, "dev"), TypeUrl: resource.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatalf("dev's clusters for a dev user: %v", err)
+	}
+	if err := st.Send(&discovery.DiscoveryRequest{Node: node("n", NodeNamespace, "default"), TypeUrl: resource.EndpointType}); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("switching the node to default: %v, want InvalidArgument", err)
+			}
+			return
+		}
+		if r.GetTypeUrl() == resource.EndpointType {
+			t.Fatalf("served %s to a node that switched namespace", r.GetTypeUrl())
 		}
 	}
 }

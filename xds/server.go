@@ -51,20 +51,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (ClientInfo.Since, NACK.At); nil means time.Now.
 	Now func() time.Time
-	// GetCertificate, when set, makes the gRPC port serve TLS with the
-	// certificates it returns (the main port's source, called at every
-	// handshake, so that a rotating source rotates here too).
-	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	// Credentials, when not empty, are the users (name -> password) a
-	// call must name in its authorization metadata (Basic), else it is
-	// refused with UNAUTHENTICATED and a log line (at most one per 10 s).
-	// The REST form is behind the main port's own authentication.
-	Credentials map[string]string
-	// Namespaces, for a user of Credentials restricted to some namespaces
-	// (goreka.security.users[N].namespaces), lists them: that user's node
-	// may name no other namespace (PERMISSION_DENIED, 403 on the REST form).
-	// A user without an entry may read every namespace.
-	Namespaces map[string][]string
+	// TLS, when set, makes the gRPC port serve TLS with it: the main
+	// port's configuration (tlsconf.Server.TLSConfig: its certificate
+	// source, re-read when the files change, client-auth and trust,
+	// protocols and ciphers), so that the xDS port is exactly as strict.
+	TLS *tls.Config
+	// Identify, when set, authenticates every call as the main port's edge
+	// does (server.Ops.Identify): the call's authorization metadata (Basic)
+	// and the connection's verified client certificate. A call it refuses
+	// ends with UNAUTHENTICATED and a log line (at most one per 10 s); a
+	// user restricted to some namespaces (namespaces not nil) may not name
+	// another one in its node (PERMISSION_DENIED; 403 on the REST form).
+	Identify func(authorization string, st *tls.ConnectionState) (user string, namespaces []string, ok bool)
 }
 
 // Server is goreka's xDS server: ADS (state of the world and delta) and the
@@ -84,7 +82,7 @@ type Server struct {
 	closing bool // Close has begun: Attach starts no feeder
 	spaces  map[string]*space
 	streams map[streamKey]*streamInfo // streams whose node has been seen
-	users   map[streamKey]string      // the authenticated user of each stream (with Credentials)
+	users   map[streamKey]identity    // the authenticated user of each stream (with Identify)
 	counts  map[[2]string]int         // goreka_xds_clients by kind and namespace
 
 	// synced, when set (tests), is called after each update of a
@@ -122,7 +120,7 @@ func New(cfg Config) *Server {
 		cfg: cfg, log: cfg.Logger,
 		spaces:  map[string]*space{},
 		streams: map[streamKey]*streamInfo{},
-		users:   map[streamKey]string{},
+		users:   map[streamKey]identity{},
 		counts:  map[[2]string]int{},
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
@@ -386,7 +384,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 		}
 	}()
 	s.log.Warn("xds: every instance metadata key and value is sent to xDS clients, in filter_metadata[\"envoy.lb\"] of each endpoint (for Envoy's subset load balancer): keep secrets out of eureka.instance.metadata-map")
-	s.log.Info("xds server listening", "address", s.addr.String(), "tls", s.cfg.GetCertificate != nil, "auth", len(s.cfg.Credentials) > 0)
+	s.log.Info("xds server listening", "address", s.addr.String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Identify != nil)
 	return nil
 }
 
@@ -542,7 +540,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
 			sk := streamKey{id: id}
 			n := s.seen(sk, req.GetNode())
-			if err := s.mayRead(sk, n); err != nil {
+			if err := s.mayRead(sk, n, req.GetNode()); err != nil {
 				return err
 			}
 			var st *status.Status
@@ -556,7 +554,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
 			sk := streamKey{delta: true, id: id}
 			n := s.seen(sk, req.GetNode())
-			if err := s.mayRead(sk, n); err != nil {
+			if err := s.mayRead(sk, n, req.GetNode()); err != nil {
 				return err
 			}
 			var st *status.Status

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -77,7 +78,7 @@ func newApp(cfg *config.Config, log *slog.Logger, now func() time.Time) (*app, e
 	if a.tlsIn, a.tlsOut, err = newTLS(cfg, now, log); err != nil {
 		return nil, err // names the property (tlsconf.Error)
 	}
-	a.xds = xdsServer(cfg, log, a.tlsIn)
+	a.xds = xdsServer(cfg, log, a.tlsIn, func(h string, st *tls.ConnectionState) (string, []string, bool) { return a.ops.Identify(h, st) })
 
 	self := selfInfo(cfg)
 	a.me = self

@@ -25,18 +25,14 @@ import (
 )
 
 // xdsServer maps goreka.xds.*: nil, which serves nothing, when disabled.
-// The xDS port has the main port's certificate and users.
-func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server) *xds.Server {
-	x, sec := cfg.Goreka.XDS, cfg.Security
-	if !x.Enabled {
-		return nil
+// The xDS port has the main port's TLS and users (identify: the default
+// namespace's edge, called once it exists).
+func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server, identify func(string, *tls.ConnectionState) (string, []string, bool)) *xds.Server {
+	if x := cfg.Goreka.XDS; x.Enabled {
+		return xds.New(xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds"),
+			TLS: tlsIn.TLSConfig(), Identify: identify})
 	}
-	c := xds.Config{ZonePriority: x.ZonePriority, HeldAsUnhealthy: x.HeldAsUnhealthy, Logger: log.With("component", "xds")}
-	c.Credentials, c.Namespaces = sec.Passwords() // the main port's users
-	if tlsIn != nil {
-		c.GetCertificate = tlsIn.GetCertificate // the main port's, rotated with it
-	}
-	return xds.New(c)
+	return nil
 }
 
 // kubeExporter maps goreka.kubernetes.export.* onto the exporter of the

@@ -17,8 +17,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-
-	"github.com/goreka/goreka/registry"
 )
 
 type basicCreds string
@@ -36,13 +34,11 @@ func TestXDSPortHasTheMainPortsTLSAndUsers(t *testing.T) {
 	cfg := loadConfig(t, "--goreka.xds.enabled=true", "--server.ssl.certificate=file:"+certFile, "--server.ssl.certificate-private-key="+keyFile,
 		"--spring.security.user.name=eureka", "--spring.security.user.password=s3cret",
 		"--goreka.security.read-only-user=viewer", "--goreka.security.read-only-password=look")
-	log := slog.New(slog.DiscardHandler)
-	tlsIn, _, err := newTLS(cfg, time.Now, log)
+	a, err := newApp(cfg, slog.New(slog.DiscardHandler), time.Now) // the xDS port asks the main port's edge
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := xdsServer(cfg, log, tlsIn)
-	s.Attach("default", registry.New(registry.Options{}))
+	s := a.xds
 	if err := s.Start(t.Context(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

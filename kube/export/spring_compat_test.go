@@ -34,8 +34,10 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	sp := newSpace(t, api, "spring")
 	agents, _ := filepath.Abs("../../compat/agents")
 	out := t.TempDir()
-	for _, a := range []string{"spring-boot3", "spring-kubernetes"} {
-		cmd := exec.Command("bash", filepath.Join(agents, a, "build.sh"))
+	// spring-kubernetes' scripts are build-k8s.sh and run-k8s.sh: it is not a
+	// Eureka client, and compat/suite takes every agent with a build.sh for one.
+	for _, a := range []string{"spring-boot3/build.sh", "spring-kubernetes/build-k8s.sh"} {
+		cmd := exec.Command("bash", filepath.Join(agents, a))
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", a, err, b)
 		}
@@ -58,8 +60,8 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	}
 	eureka := fmt.Sprintf("http://127.0.0.1:%d/eureka/", gport)
 
-	start := func(name, dir string, env []string, args ...string) *proctest.Proc {
-		p, err := proctest.Start(proctest.Options{Name: name, Path: "bash", Args: append([]string{filepath.Join(agents, dir, "run.sh")}, args...),
+	start := func(name, dir, run string, env []string, args ...string) *proctest.Proc {
+		p, err := proctest.Start(proctest.Options{Name: name, Path: "bash", Args: append([]string{filepath.Join(agents, dir, run)}, args...),
 			Dir: filepath.Join(agents, dir), Env: append(os.Environ(), env...), LogFile: filepath.Join(out, name+".log"), Group: true})
 		if err != nil {
 			t.Fatal(err)
@@ -71,11 +73,11 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	apps := map[string]*proctest.Proc{}
 	for i, app := range []string{"orders", "payments"} {
 		ports[app] = proctest.Port(t)
-		apps[app] = start(app, "spring-boot3", []string{"APP_NAME=" + app, "PORT=" + strconv.Itoa(ports[app]), "EUREKA_URL=" + eureka},
+		apps[app] = start(app, "spring-boot3", "run.sh", []string{"APP_NAME=" + app, "PORT=" + strconv.Itoa(ports[app]), "EUREKA_URL=" + eureka},
 			fmt.Sprintf("--eureka.instance.ip-address=10.244.60.%d", i+1), "--eureka.instance.prefer-ip-address=true")
 	}
 	kport := proctest.Port(t)
-	start("sck", "spring-kubernetes", []string{"PORT=" + strconv.Itoa(kport), "KUBECONFIG=" + api.Kubeconfig(kubetest.Admin), "NAMESPACE=" + sp.name})
+	start("sck", "spring-kubernetes", "run-k8s.sh", []string{"PORT=" + strconv.Itoa(kport), "KUBECONFIG=" + api.Kubeconfig(kubetest.Admin), "NAMESPACE=" + sp.name})
 
 	type inst struct {
 		Host string

@@ -94,27 +94,3 @@ func (c *Config) PeerPlan(reload func() ([]string, error), hup <-chan struct{}) 
 	}
 	return p
 }
-
-// Passwords are the users that name themselves with a password
-// (spring.security.user, the read-only user, goreka.security.users with a
-// password; not certificate users), by name, and the namespaces of those
-// restricted to some: what another port that takes Basic credentials (xDS)
-// accepts. Nil when no authentication is configured.
-func (s SecurityConfig) Passwords() (passwords map[string]string, namespaces map[string][]string) {
-	if s.Password == "" && len(s.Users) == 0 {
-		return nil, nil
-	}
-	passwords = map[string]string{s.User: s.Password, s.ReadOnlyUser: s.ReadOnlyPassword}
-	namespaces = map[string][]string{}
-	for _, u := range s.Users {
-		if passwords[u.Name] = u.Password; len(u.Namespaces) > 0 {
-			namespaces[u.Name] = u.Namespaces
-		}
-	}
-	for u, p := range passwords {
-		if u == "" || p == "" {
-			delete(passwords, u)
-		}
-	}
-	return passwords, namespaces
-}
