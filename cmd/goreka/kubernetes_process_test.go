@@ -44,7 +44,7 @@ func TestKubernetesImportSurvivesRestart(t *testing.T) {
 	n := processNode(t, "K", "127.0.0.1", port, standaloneArgs("127.0.0.1", port,
 		"--goreka.snapshot.path="+filepath.Join(t.TempDir(), "registry.snapshot"),
 		"--goreka.kubernetes.enabled=true", "--goreka.kubernetes.kubeconfig="+api.Kubeconfig(kubetest.Admin),
-		"--goreka.kubernetes.import.enabled=true", "--goreka.kubernetes.resync-grace=5s")...)
+		"--goreka.kubernetes.import.enabled=true", "--goreka.kubernetes.resync-grace=20s")...) // a loaded machine reads within it
 	n.start()
 	n.waitServing()
 	both := map[string]string{"WEB/web-0": "UP", "WEB/web-1": "UP"}
@@ -69,7 +69,7 @@ func TestKubernetesImportSurvivesRestart(t *testing.T) {
 	if got, _ := appInstances(n, "WEB"); !maps.Equal(got, both) {
 		t.Fatalf("first read after the restart: %v, want both (nothing dropped before the sync and the grace)", got)
 	}
-	waitUntil(t, "web-1 withdrawn after the grace", 30*time.Second, func() (bool, string) {
+	waitUntil(t, "web-1 withdrawn after the grace", 60*time.Second, func() (bool, string) {
 		got, _ := appInstances(n, "WEB")
 		return maps.Equal(got, map[string]string{"WEB/web-0": "UP"}), ""
 	})

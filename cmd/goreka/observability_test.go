@@ -23,9 +23,12 @@ var metricRef = regexp.MustCompile(`\b(?:goreka|eureka_server)_[a-z0-9_]+\b`)
 // Every metric the Grafana dashboard and the alerting rules in
 // deploy/observability query is one a goreka server exports: the names are
 // taken from a real app's registry with a peer and an instance, so that the
-// per-peer and per-application families exist.
+// per-peer and per-application families exist, and with TLS on, so that
+// the certificate's expiry does.
 func TestObservabilityQueriesExportedMetrics(t *testing.T) {
-	cfg, err := config.Load([]string{"--server.port=18761", "--eureka.client.service-url.defaultZone=http://peer.invalid:8761/eureka/"}, nil, t.TempDir())
+	certFile, keyFile, _ := selfSigned(t) // with TLS: goreka_tls_certificate_expiry_seconds exists
+	cfg, err := config.Load([]string{"--server.port=18761", "--eureka.client.service-url.defaultZone=http://peer.invalid:8761/eureka/",
+		"--server.ssl.certificate=file:" + certFile, "--server.ssl.certificate-private-key=" + keyFile}, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,7 +132,7 @@ func New(cfg Config, reg *registry.Registry) *Exporter {
 		cfg.Buffer = 4096
 	}
 	if cfg.LeaseName == "" {
-		cfg.LeaseName = "goreka-export-" + cfg.ClusterID
+		cfg.LeaseName = LeaseName(cfg.ClusterID)
 	}
 	if cfg.Identity == "" {
 		h, _ := os.Hostname()
@@ -859,6 +861,10 @@ func (e *Exporter) syncEndpoints(ctx context.Context, name, app string, eps []en
 		e.endpoints.wrote(got)
 		return nil
 	}
+	if !e.ours(cur) { // goreka's labels without its owner annotation: not goreka's to change
+		e.refuse(name, "an Endpoints object of that name exists and goreka did not create it")
+		return nil
+	}
 	_, curTrunc := cur.Annotations[overCapacity]
 	if !metaDiffers(cur.ObjectMeta, want.ObjectMeta) && curTrunc == truncated && sameSubsets(cur.Subsets, subs) {
 		return nil
@@ -943,3 +949,15 @@ func (e *Exporter) catchUp() {
 // manager is the field manager of goreka's writes: the objects'
 // managedFields name the goreka group (cluster id) that wrote each field.
 func (e *Exporter) manager() string { return "goreka-" + e.cfg.ClusterID }
+
+// LeaseName is the leader election's Lease of a cluster id. A Lease name is
+// a DNS-1123 subdomain, a cluster id a label value (which may hold upper
+// case and '_'): such an id is lower-cased, '_' made '-', and a hash of the
+// id added so that "East" and "east" do not share a Lease.
+func LeaseName(clusterID string) string {
+	n := strings.ToLower(strings.ReplaceAll(clusterID, "_", "-"))
+	if n != clusterID {
+		n += "-" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(clusterID))), 36)
+	}
+	return "goreka-export-" + n
+}

@@ -317,6 +317,11 @@ func (im *Importer) reconcile(k svcKey, ready bool) {
 		if _, err := reg.Import(in); err != nil {
 			im.cfg.Metrics.SyncErrors.Inc()
 			im.log.Warn("Kubernetes endpoint not imported", "namespace", k.ns, "service", k.name, "id", id, "err", err)
+			if !taken && !had[ik] { // a claim that imported nothing is not held (another Service may take the key)
+				im.mu.Lock()
+				delete(im.owner, ik)
+				im.mu.Unlock()
+			}
 			continue
 		}
 		now[ik] = true
