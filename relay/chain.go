@@ -86,16 +86,29 @@ func (r *Relay) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
+		// What the relay does itself with a write (proxy it, note its
+		// chain) waits for the server's own authentication, which runs
+		// behind this handler.
+		authed := r.cfg.Authenticate == nil || r.cfg.Authenticate(req)
 		if r.cfg.ReadOnly && strings.HasPrefix(rel, "apps/") {
+			if !authed {
+				w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
 			r.proxy(w, req, rel)
 			return
 		}
-		if chain != "" && req.Method == http.MethodPost && strings.HasPrefix(rel, "apps/") && strings.Count(rel, "/") == 1 {
+		if authed && chain != "" && len(chain) <= maxChain && req.Method == http.MethodPost && strings.HasPrefix(rel, "apps/") && strings.Count(rel, "/") == 1 {
 			r.noteChain(req, rel, chain)
 		}
 		next.ServeHTTP(w, req)
 	})
 }
+
+// maxChain is the longest relay chain kept for an instance (a chain
+// longer than this is a loop or an attack, not a registry's depth).
+const maxChain = 1024
 
 // eurekaPath is a path of Eureka's API relative to its base (/eureka/,
 // /eureka/v2/, /v2/), false for other paths (namespaces included).

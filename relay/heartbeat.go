@@ -94,8 +94,10 @@ func (r *Relay) upstreamKind(ctx context.Context) int32 {
 		return kindUnknown // unreachable: probe again next time
 	case code == http.StatusOK:
 		r.kind.Store(kindGoreka)
+	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		r.kind.Store(kindStock) // a server without the endpoint: Eureka's own
 	default:
-		r.kind.Store(kindStock)
+		return kindUnknown // 503 in a rollout, 401, 429: not an answer about the endpoint; probe again
 	}
 	return r.kind.Load()
 }

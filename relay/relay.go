@@ -51,6 +51,11 @@ type Config struct {
 	ConnectTimeout, ReadTimeout time.Duration
 	// HTTPClient replaces the client built from the timeouts (tests).
 	HTTPClient *http.Client
+	// Authenticate tells whether a request's credentials name a user of
+	// this server (server.Ops.Identify): a read-only relay proxies only
+	// such writes, and notes only their relay chains. Nil: every request
+	// (no authentication).
+	Authenticate func(*http.Request) bool
 	// TLSConfigFor configures each https connection upstream
 	// (eurekahttp.Config.TLSConfigFor: eureka.client.tls.*; nil: Go's defaults).
 	TLSConfigFor func(host string) *tls.Config
@@ -154,10 +159,10 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 	for i, raw := range cfg.Upstream {
 		ep, err := eurekahttp.ParseURL(raw)
 		if err != nil {
-			return nil, fmt.Errorf("goreka.relay.upstream=%q: %v", raw, err)
+			return nil, fmt.Errorf("goreka.relay.upstream=%q: %v", redacted(raw), err)
 		}
 		if hostPort(ep.URL) != "" && self[hostPort(ep.URL)] {
-			return nil, fmt.Errorf("goreka.relay.upstream=%q is this server itself: a relay's upstream must be another server (it would forward its own registrations to itself)", raw)
+			return nil, fmt.Errorf("goreka.relay.upstream=%q is this server itself: a relay's upstream must be another server (it would forward its own registrations to itself)", ep.URL)
 		}
 		rm, err := region.New(region.Config{Name: fmt.Sprintf("upstream-%d", i), URL: raw, FetchInterval: cfg.FetchInterval,
 			ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout, GZip: true, UserAgent: "goreka-relay",
@@ -316,4 +321,12 @@ func every(ctx context.Context, d time.Duration, f func()) {
 			f()
 		}
 	}
+}
+
+// redacted is a URL for a log line or an error: its password replaced.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(a URL that does not parse)"
 }

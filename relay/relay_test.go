@@ -643,3 +643,39 @@ func TestFailsOverToTheNextUpstream(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// A read replica proxies only writes its server's users made: the
+// upstream call carries the relay's own credentials, so an anonymous write
+// must be refused here (401), before it is sent.
+func TestReadReplicaRefusesUnauthenticatedWrites(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) {
+		c.ReadOnly = true
+		c.Authenticate = func(r *http.Request) bool { u, p, ok := r.BasicAuth(); return ok && u == "eureka" && p == "s3cret" }
+	}, up.url())
+	h := s.relay.Handler(server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now}))
+	v := registry.LeaseView{Instance: inst("APP", "r1")}
+	do := func(user string) int {
+		req := httptest.NewRequest("POST", "/eureka/apps/APP", strings.NewReader(string(compat.AppendInstance(nil, compat.JSON, &v))))
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.SetBasicAuth(user, "s3cret")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	if c := do(""); c != http.StatusUnauthorized {
+		t.Fatalf("anonymous register through a read replica = %d, want 401", c)
+	}
+	if _, ok := up.reg.Get("APP", "r1"); ok {
+		t.Fatal("the anonymous registration reached the upstream")
+	}
+	if c := do("eureka"); c != http.StatusNoContent {
+		t.Fatalf("authenticated register = %d", c)
+	}
+	if _, ok := up.reg.Get("APP", "r1"); !ok {
+		t.Fatal("the authenticated registration did not reach the upstream")
+	}
+}

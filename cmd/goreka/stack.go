@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/goreka/goreka/cache"
@@ -89,7 +90,10 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 		if s.regions, err = remoteRegions(cfg, now, s.log, s.onRegionChange, a.tlsOut.ConfigFunc()); err != nil {
 			return nil, err
 		}
-		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange, a.tlsOut.ConfigFunc()); err != nil {
+		if s.relay, err = newRelay(cfg, now, s.log, s.reg, s.onRegionChange, a.tlsOut.ConfigFunc(), func(r *http.Request) bool {
+			_, _, ok := s.ops.Identify(r.Header.Get("Authorization"), r.TLS) // the server's own users; s.ops is set before serving
+			return ok
+		}); err != nil {
 			return nil, err
 		}
 		s.xdsRegions = a.xds.AttachRegions(name, s.regions.Set) // before the regions' first fetch (run)

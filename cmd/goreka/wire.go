@@ -216,12 +216,12 @@ func remoteRegions(cfg *config.Config, now func() time.Time, log *slog.Logger, o
 }
 
 // newRelay maps goreka.relay.*: nil without an upstream.
-func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change), tc func(string) *tls.Config) (*relay.Relay, error) {
+func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *registry.Registry, onChange func(region.Change), tc func(string) *tls.Config, authed func(*http.Request) bool) (*relay.Relay, error) {
 	rc := cfg.Goreka.Relay
 	if len(rc.Upstream) == 0 { // read-only and fetch-apps without it are refused by config
 		return nil, nil
 	}
 	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,
-		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange, TLSConfigFor: tc,
+		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange, TLSConfigFor: tc, Authenticate: authed,
 		Self: relay.SelfAddresses(cfg.Server.Port, cfg.Instance.HostName(), cfg.Instance.IPAddress, cfg.Server.Address)}, reg)
 }
