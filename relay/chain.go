@@ -90,6 +90,13 @@ func (r *Relay) Handler(next http.Handler) http.Handler {
 		// chain) waits for the server's own authentication, which runs
 		// behind this handler.
 		authed := r.cfg.Authenticate == nil || r.cfg.Authenticate(req)
+		if r.cfg.ReadOnly && rel == compat.RenewalsPath {
+			// A read replica keeps no leases to apply aggregated heartbeats
+			// to: a relay below it is told it has no such endpoint and
+			// sends each heartbeat, which is proxied.
+			http.Error(w, "a read-only relay takes no aggregated heartbeats", http.StatusNotFound)
+			return
+		}
 		if r.cfg.ReadOnly && strings.HasPrefix(rel, "apps/") {
 			if !authed {
 				w.Header().Set("WWW-Authenticate", `Basic realm="goreka", charset="UTF-8"`)

@@ -679,3 +679,20 @@ func TestReadReplicaRefusesUnauthenticatedWrites(t *testing.T) {
 		t.Fatal("the authenticated registration did not reach the upstream")
 	}
 }
+
+// A read replica answers the aggregated-heartbeat endpoint 404, so that a
+// relay below it sends per-instance heartbeats (which it proxies) instead
+// of aggregates it would apply to its empty registry.
+func TestReadReplicaRefusesAggregatedHeartbeats(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, func(c *Config) { c.ReadOnly = true }, up.url())
+	h := s.relay.Handler(server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now}))
+	req := httptest.NewRequest("POST", "/eureka/"+compat.RenewalsPath, strings.NewReader(string(compat.AppendReplicationList(nil, nil))))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusNotFound {
+		t.Fatalf("POST %s on a read replica = %d, want 404", compat.RenewalsPath, w.Code)
+	}
+}

@@ -181,6 +181,7 @@ func load(args, environ []string, workDir string, h host) (*Config, error) {
 	c.Profiles = active
 	finish(c, workDir, h, &errs)
 	bindUsers(st, c, &errs) // after finish: the default user name is known
+	checkCertificateUsers(c, &errs)
 	warns = append(warns, unknownKeys(st)...)
 	c.Warnings = dedupe(warns)
 	if err := errors.Join(errs...); err != nil {

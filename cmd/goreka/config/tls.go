@@ -146,6 +146,19 @@ func finishTLS(c *Config, workDir string, errs *[]error) {
 	}
 }
 
+// checkCertificateUsers runs after the users are bound (bindUsers).
+func checkCertificateUsers(c *Config, errs *[]error) {
+	// A certificate user is named by whatever certificate the trust
+	// verifies: without a trust store of its own that is the system's
+	// roots, and any publicly trusted certificate with that name would be
+	// the user.
+	for i, u := range c.Security.Users {
+		if u.CertificateSubject != "" && c.TLSEnabled() && c.ServerTLS().Trust.Store == "" {
+			*errs = append(*errs, fmt.Errorf("goreka.security.users[%d].certificate-subject=%q needs server.ssl.trust-store (or trust-certificate, or the bundle's truststore): without one, any certificate the system trusts could name that user", i, u.CertificateSubject))
+		}
+	}
+}
+
 // ServerTLS maps server.ssl.* (or the bundle server.ssl.bundle names) to
 // tlsconf's server side; TLSEnabled says whether it is used.
 func (c *Config) ServerTLS() tlsconf.ServerConfig {

@@ -115,3 +115,18 @@ func TestCertificateSubjectUser(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A certificate user with TLS on but no trust store of the server's own
+// would be named by any certificate the system's roots verify: refused.
+func TestCertificateSubjectNeedsATrustStore(t *testing.T) {
+	files := map[string]string{"tls.crt": "x", "tls.key": "x", "ca.crt": "x"}
+	base := []string{"--server.ssl.certificate=tls.crt", "--server.ssl.certificate-private-key=tls.key", "--server.ssl.client-auth=want",
+		"--goreka.security.users[0].name=orders", "--goreka.security.users[0].certificate-subject=orders.svc"}
+	_, err := load(base, nil, setup(t, files), fakeHost)
+	if err == nil || !strings.Contains(err.Error(), "goreka.security.users[0].certificate-subject=\"orders.svc\" needs server.ssl.trust-store") {
+		t.Errorf("without a trust store: %v", err)
+	}
+	if _, err := load(append(base, "--server.ssl.trust-certificate=ca.crt"), nil, setup(t, files), fakeHost); err != nil {
+		t.Errorf("with one: %v", err)
+	}
+}
