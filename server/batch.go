@@ -19,26 +19,35 @@ import (
 // changes. A body that is not a replication list at all is a 400 for the
 // whole batch, as the Java receiver answers.
 func (s *Server) batch(c *gin.Context) {
-	body, err := readBody(c.Request, s.cfg.MaxBatchBodyBytes)
-	if errors.Is(err, errBodyTooLarge) {
-		c.Data(http.StatusRequestEntityTooLarge, "text/plain; charset=UTF-8", fmt.Appendf(nil, "replication batch larger than %d bytes", s.cfg.MaxBatchBodyBytes))
+	items, mayWrite, ok := s.replicationList(c, "replication batch")
+	if !ok {
 		return
-	}
-	if err != nil {
-		badRequest(c, "cannot read request body: %v", err)
-		return
-	}
-	items, err := compat.DecodeReplicationList(body)
-	if err != nil {
-		decodeError(c, compat.JSON, err)
-		return
-	}
-	// A peer user restricted to some apps (goreka.security.users) gets a
-	// 403 for each item of another app, and that item changes nothing.
-	var mayWrite func(app string) bool
-	if who := batchPrincipal(c); who != nil {
-		mayWrite = who.mayWrite
 	}
 	a := peerbatch.Applier{Registry: s.reg, Expiry: s.expiry, Now: s.now}
 	c.Data(http.StatusOK, compat.ContentTypeJSON, compat.AppendReplicationResponses(nil, a.Batch(items, mayWrite)))
+}
+
+// replicationList reads the replication list of a batch or a relay's
+// renewals (what names it in a 413), answering 413 or 400 itself (ok
+// false). mayWrite is nil, or, for a user restricted to some apps
+// (goreka.security.users), whether an item's app is one of them: an item
+// of another app gets a 403 and changes nothing.
+func (s *Server) replicationList(c *gin.Context, what string) (items []compat.ReplicationItem, mayWrite func(app string) bool, ok bool) {
+	body, err := readBody(c.Request, s.cfg.MaxBatchBodyBytes)
+	if errors.Is(err, errBodyTooLarge) {
+		c.Data(http.StatusRequestEntityTooLarge, "text/plain; charset=UTF-8", fmt.Appendf(nil, "%s larger than %d bytes", what, s.cfg.MaxBatchBodyBytes))
+		return nil, nil, false
+	}
+	if err != nil {
+		badRequest(c, "cannot read request body: %v", err)
+		return nil, nil, false
+	}
+	if items, err = compat.DecodeReplicationList(body); err != nil {
+		decodeError(c, compat.JSON, err)
+		return nil, nil, false
+	}
+	if who := batchPrincipal(c); who != nil {
+		mayWrite = who.mayWrite
+	}
+	return items, mayWrite, true
 }

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -23,23 +21,9 @@ import (
 // Heartbeat is a 400 for that item. A user restricted to some applications
 // gets a 403 for each item of another one.
 func (s *Server) renewals(c *gin.Context) {
-	body, err := readBody(c.Request, s.cfg.MaxBatchBodyBytes)
-	if errors.Is(err, errBodyTooLarge) {
-		c.Data(http.StatusRequestEntityTooLarge, "text/plain; charset=UTF-8", fmt.Appendf(nil, "renewals larger than %d bytes", s.cfg.MaxBatchBodyBytes))
+	items, mayWrite, ok := s.replicationList(c, "renewals")
+	if !ok {
 		return
-	}
-	if err != nil {
-		badRequest(c, "cannot read request body: %v", err)
-		return
-	}
-	items, err := compat.DecodeReplicationList(body)
-	if err != nil {
-		decodeError(c, compat.JSON, err)
-		return
-	}
-	var mayWrite func(app string) bool
-	if who := batchPrincipal(c); who != nil {
-		mayWrite = who.mayWrite
 	}
 	out := make([]compat.ReplicationResponse, len(items))
 	for i := range items {
