@@ -444,3 +444,23 @@ func TestWritesAreCoalescedAndIdempotent(t *testing.T) {
 		t.Errorf("a heartbeat wrote %d objects", d)
 	}
 }
+
+// An Endpoints object with goreka's labels but not its owner annotation is
+// not goreka's: the export does not overwrite it (nor add the annotation).
+func TestEndpointsNotOursAreNotOverwritten(t *testing.T) {
+	lookalike := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns,
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelClusterID: "c1"}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.9.9.9"}}}}}
+	f := newFixture(t, lookalike)
+	f.register("ORDERS", "a", "10.244.0.1", 8080)
+	f.settle()
+	got := f.endpointsOf("orders")
+	if got == nil || len(got.Subsets) != 1 || got.Subsets[0].Addresses[0].IP != "10.9.9.9" || got.Annotations[kube.AnnotationOwner] != "" {
+		t.Errorf("an Endpoints object goreka did not create was changed: %+v", got)
+	}
+	for _, a := range f.client.Actions() {
+		if a.GetResource().Resource == "endpoints" && (a.GetVerb() == "update" || a.GetVerb() == "delete") {
+			t.Errorf("goreka %s endpoints", a.GetVerb())
+		}
+	}
+}
