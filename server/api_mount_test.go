@@ -65,16 +65,22 @@ func TestXDSRESTBehindTheEdge(t *testing.T) {
 	srv.MountXDS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, r.URL.Path) }))
 	srv.MountXDS(nil) // disabled: nothing more
 	m := metrics.New(metrics.Sources{})
-	srv.EnableOps(OpsConfig{Metrics: m, Auth: AuthConfig{User: "eureka", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look"}})
+	srv.EnableOps(OpsConfig{Metrics: m, Auth: AuthConfig{User: "eureka", Password: "s3cret", ReadOnlyUser: "viewer", ReadOnlyPassword: "look",
+		Users: []UserConfig{{Name: "team", Password: "dev-only", Namespaces: []string{"dev"}}}}})
 	f := &opsFixture{reg: reg, srv: srv}
 	for _, p := range routesXDS {
 		expect(t, f.do(t, "POST", p, "", "{}"), 401, "")
 		if rec := f.do(t, "POST", p, "viewer:look", "{}"); rec.Code != 200 {
 			t.Errorf("read-only user, POST %s: %d %s", p, rec.Code, rec.Body)
 		}
+		// A user of namespace dev only reaches the handler, which checks
+		// the namespace its node names (package xds).
+		if rec := f.do(t, "POST", p, "team:dev-only", "{}"); rec.Code != 200 {
+			t.Errorf("dev's user, POST %s: %d %s", p, rec.Code, rec.Body)
+		}
 	}
-	if len(got) != len(routesXDS) {
-		t.Errorf("handler saw %v, want each of %v once", got, routesXDS)
+	if len(got) != 2*len(routesXDS) {
+		t.Errorf("handler saw %v, want each of %v twice", got, routesXDS)
 	}
 	if rt := srv.ops.route("POST", routesXDS[0]); !rt.reads || rt.label != routesXDS[0] {
 		t.Errorf("route of POST %s: %+v", routesXDS[0], rt.route)

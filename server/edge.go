@@ -42,6 +42,10 @@ type route struct {
 	// reads marks a POST that only reads (xDS's REST discovery, whose
 	// request is its body): every user may, as with a GET.
 	reads bool
+	// ownNamespace marks a route whose request names the namespace it
+	// reads (xDS's node): a user restricted to other namespaces passes
+	// the edge, and the handler checks the one the request names.
+	ownNamespace bool
 }
 
 // writeAction is a write route's action, for the per-application
@@ -112,10 +116,10 @@ var routeTable = map[routeKey]route{
 	{http.MethodPost, routeBatch}:      {write: writeBatch},
 	{http.MethodPost, routeRenewals}:   {write: writeRenewals},
 
-	{http.MethodPost, routesXDS[0]}: {reads: true},
-	{http.MethodPost, routesXDS[1]}: {reads: true},
-	{http.MethodPost, routesXDS[2]}: {reads: true},
-	{http.MethodPost, routesXDS[3]}: {reads: true},
+	{http.MethodPost, routesXDS[0]}: {reads: true, ownNamespace: true},
+	{http.MethodPost, routesXDS[1]}: {reads: true, ownNamespace: true},
+	{http.MethodPost, routesXDS[2]}: {reads: true, ownNamespace: true},
+	{http.MethodPost, routesXDS[3]}: {reads: true, ownNamespace: true},
 }
 
 // MountXDS serves h (package xds's REST-JSON handler) at the xDS routes,

@@ -284,7 +284,7 @@ func (o *Ops) authorize(c *gin.Context, rt *boundRoute) bool {
 	}
 	switch {
 	case p == nil:
-	case p.namespaces != nil && !slices.Contains(p.namespaces, o.namespace):
+	case p.namespaces != nil && !rt.ownNamespace && !slices.Contains(p.namespaces, o.namespace):
 		c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte("user "+p.name+" may not use namespace "+o.namespace))
 		return false
 	case isRead(c.Request.Method) || rt.reads || p.admin:
