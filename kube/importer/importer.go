@@ -47,14 +47,17 @@ type Importer struct {
 	m   Mapping
 	log *slog.Logger
 
-	mu      sync.Mutex
-	dirty   map[svcKey]bool
-	wake    chan struct{}
-	synced  time.Time // when every informer had synced; zero before
-	ready   bool      // synced and the grace passed: removals allowed
-	swept   bool      // the first sweep after ready is done
-	owned   map[svcKey]map[instKey]bool
-	owner   map[instKey]svcKey
+	mu     sync.Mutex
+	dirty  map[svcKey]bool
+	wake   chan struct{}
+	synced time.Time // when every informer had synced; zero before
+	ready  bool      // synced and the grace passed: removals allowed
+	swept  bool      // the first sweep after ready is done
+	owned  map[svcKey]map[instKey]bool
+	owner  map[instKey]svcKey
+	// refused are the Services refused a key another Service holds: when
+	// the holder lets it go, they are reconciled again.
+	refused map[instKey]map[svcKey]bool
 	sources []source
 }
 
@@ -71,6 +74,7 @@ type source struct {
 	factory  informers.SharedInformerFactory
 	slices   cache.SharedIndexInformer
 	services cache.SharedIndexInformer
+	handlers []cache.ResourceEventHandlerRegistration // the importer's, one per informer
 }
 
 const byService = "service"
@@ -103,7 +107,7 @@ func New(cfg Config) (*Importer, error) {
 	return &Importer{cfg: cfg, log: cfg.Logger,
 		m:     Mapping{ClusterID: k.ClusterID, PortName: k.Import.PortName, NamespaceMode: k.Import.NamespaceMode},
 		dirty: map[svcKey]bool{}, wake: make(chan struct{}, 1),
-		owned: map[svcKey]map[instKey]bool{}, owner: map[instKey]svcKey{}}, nil
+		owned: map[svcKey]map[instKey]bool{}, owner: map[instKey]svcKey{}, refused: map[instKey]map[svcKey]bool{}}, nil
 }
 
 // Run watches the API server and applies what it says until ctx is done.
@@ -140,13 +144,15 @@ func (im *Importer) start(ctx context.Context) error {
 			return err
 		}
 		for _, inf := range []cache.SharedIndexInformer{s.slices, s.services} {
-			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    im.enqueue,
 				UpdateFunc: func(_, o any) { im.enqueue(o) },
 				DeleteFunc: im.enqueue,
-			}); err != nil {
+			})
+			if err != nil {
 				return err
 			}
+			s.handlers = append(s.handlers, reg)
 			if err := inf.SetWatchErrorHandlerWithContext(im.watchError); err != nil {
 				return err
 			}
@@ -206,11 +212,32 @@ func (im *Importer) enqueue(obj any) {
 	}
 }
 
-// hasSynced reports whether every informer has synced.
+// releaseLocked lets key ik go: the Services refused it are reconciled
+// again (the next step), so that one of them takes it.
+func (im *Importer) releaseLocked(ik instKey) {
+	delete(im.owner, ik)
+	for k := range im.refused[ik] {
+		im.dirty[k] = true
+	}
+	if len(im.refused[ik]) > 0 {
+		select {
+		case im.wake <- struct{}{}:
+		default:
+		}
+	}
+	delete(im.refused, ik)
+}
+
+// hasSynced reports whether every informer has synced and delivered its
+// initial list to the handler (the registration's HasSynced: an
+// informer's own can be true before its handlers ran, and a restored
+// instance of a Service not yet enqueued would be swept).
 func (im *Importer) hasSynced() bool {
 	for _, s := range im.sources {
-		if !s.slices.HasSynced() || !s.services.HasSynced() {
-			return false
+		for _, h := range s.handlers {
+			if !h.HasSynced() {
+				return false
+			}
 		}
 	}
 	return len(im.sources) > 0
@@ -306,6 +333,11 @@ func (im *Importer) reconcile(k svcKey, ready bool) {
 		other, taken := im.owner[ik]
 		if !taken {
 			im.owner[ik] = k
+		} else if other != k {
+			if im.refused[ik] == nil {
+				im.refused[ik] = map[svcKey]bool{}
+			}
+			im.refused[ik][k] = true
 		}
 		im.mu.Unlock()
 		if taken && other != k {
@@ -314,12 +346,19 @@ func (im *Importer) reconcile(k svcKey, ready bool) {
 				"namespace", k.ns, "service", k.name, "app", in.App, "id", id, "imported_from", other.ns+"/"+other.name)
 			continue
 		}
+		if v, ok := reg.Get(in.App, id); ok && v.Source == "" && !v.Static {
+			// A pod whose own Eureka client registers with its pod name as
+			// instance id: the import takes the key over (its client's
+			// writes are refused from now on, its heartbeats ignored).
+			im.log.Warn("Kubernetes endpoint replaces a client's registration of the same application and id",
+				"namespace", k.ns, "service", k.name, "app", in.App, "id", id)
+		}
 		if _, err := reg.Import(in); err != nil {
 			im.cfg.Metrics.SyncErrors.Inc()
 			im.log.Warn("Kubernetes endpoint not imported", "namespace", k.ns, "service", k.name, "id", id, "err", err)
 			if !taken && !had[ik] { // a claim that imported nothing is not held (another Service may take the key)
 				im.mu.Lock()
-				delete(im.owner, ik)
+				im.releaseLocked(ik)
 				im.mu.Unlock()
 			}
 			continue
@@ -339,7 +378,7 @@ func (im *Importer) reconcile(k svcKey, ready bool) {
 		}
 		im.mu.Lock()
 		if im.owner[ik] == k {
-			delete(im.owner, ik)
+			im.releaseLocked(ik)
 		}
 		im.mu.Unlock()
 	}

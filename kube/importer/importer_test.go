@@ -173,4 +173,16 @@ func TestCollisionRefused(t *testing.T) {
 	if v, _ := f.reg.Get("WEB", "web-0"); v.Instance.IPAddr != "10.244.0.2" || v.Instance.Metadata[kube.MetaNamespace] != "shop" {
 		t.Fatalf("the first Service's endpoint was overwritten: %+v", v.Instance)
 	}
+	// The holder's endpoint goes (after the grace, when removals apply):
+	// the refused Service takes the key, though its own slice did not
+	// change and no informer event names it.
+	f.clock.Advance(time.Minute)
+	f.im.step()
+	if err := f.cs.DiscoveryV1().EndpointSlices("shop").Delete(t.Context(), "web-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("blog's web-0 imported once shop's is gone", func() bool {
+		v, ok := f.reg.Get("WEB", "web-0")
+		return ok && v.Instance.IPAddr == "10.244.1.2" && v.Instance.Metadata[kube.MetaNamespace] == "blog"
+	})
 }
