@@ -98,6 +98,7 @@ type Exporter struct {
 
 	mu      sync.Mutex
 	apps    map[string]map[string]*registry.Instance // app -> id -> instance, imported ones left out
+	byName  map[string]map[string]bool               // Service name -> the apps of apps it names
 	pending map[string]time.Time                     // Service name -> when it is due
 	retries map[string]time.Duration                 // Service name -> backoff after a failed write
 	refused map[string]string                        // Service name -> why, logged once
@@ -150,6 +151,7 @@ func New(cfg Config, reg *registry.Registry) *Exporter {
 	e := &Exporter{
 		cfg: cfg, log: cfg.Logger, m: cfg.Metrics, now: cfg.Now, reg: reg,
 		apps:    map[string]map[string]*registry.Instance{},
+		byName:  map[string]map[string]bool{},
 		pending: map[string]time.Time{},
 		retries: map[string]time.Duration{},
 		refused: map[string]string{},
@@ -309,9 +311,17 @@ func (e *Exporter) reset(view *registry.Applications) {
 			next[a.Name] = m
 		}
 	}
+	byName := map[string]map[string]bool{}
+	for app := range next {
+		n := ServiceName(app)
+		if byName[n] == nil {
+			byName[n] = map[string]bool{}
+		}
+		byName[n][app] = true
+	}
 	e.mu.Lock()
 	old := e.apps
-	e.apps = next
+	e.apps, e.byName = next, byName
 	e.mu.Unlock()
 	for app := range next {
 		if !maps.Equal(next[app], old[app]) {
@@ -338,11 +348,20 @@ func (e *Exporter) apply(ev registry.Event) {
 		delete(m, ev.ID)
 		if len(m) == 0 {
 			delete(e.apps, ev.App)
+			n := ServiceName(ev.App)
+			if delete(e.byName[n], ev.App); len(e.byName[n]) == 0 {
+				delete(e.byName, n)
+			}
 		}
 	default:
 		if m == nil {
 			m = map[string]*registry.Instance{}
 			e.apps[ev.App] = m
+			n := ServiceName(ev.App)
+			if e.byName[n] == nil {
+				e.byName[n] = map[string]bool{}
+			}
+			e.byName[n][ev.App] = true
 		}
 		m[ev.ID] = in
 	}
@@ -543,11 +562,9 @@ func (e *Exporter) candidates(name string) ([]string, map[string][]endpoint) {
 	e.mu.Lock()
 	var apps []string
 	ins := map[string][]*registry.Instance{}
-	for app, m := range e.apps {
-		if ServiceName(app) == name {
-			apps = append(apps, app)
-			ins[app] = slices.Collect(maps.Values(m))
-		}
+	for app := range e.byName[name] { // an index: a full reconcile is not O(apps^2)
+		apps = append(apps, app)
+		ins[app] = slices.Collect(maps.Values(e.apps[app]))
 	}
 	e.mu.Unlock()
 	eps := map[string][]endpoint{}
