@@ -330,7 +330,11 @@ func rules(rs []rbacv1.PolicyRule) []string {
 			for _, res := range r.Resources {
 				v := slices.Clone(r.Verbs)
 				slices.Sort(v)
-				out = append(out, g+"/"+res+":"+strings.Join(v, ","))
+				line := g + "/" + res + ":" + strings.Join(v, ",")
+				if len(r.ResourceNames) > 0 {
+					line += "@" + strings.Join(r.ResourceNames, ",")
+				}
+				out = append(out, line)
 			}
 		}
 	}
@@ -340,8 +344,13 @@ func rules(rs []rbacv1.PolicyRule) []string {
 
 var (
 	importRules = []string{"/services:get,list,watch", "discovery.k8s.io/endpointslices:get,list,watch"}
-	exportRules = []string{"/endpoints:create,delete,get,list,update,watch", "/services:create,delete,get,list,update,watch",
-		"coordination.k8s.io/leases:create,get,update", "discovery.k8s.io/endpointslices:create,delete,get,list,update,watch"}
+	// exportRules: create Leases (create cannot be narrowed to a name), get
+	// and update only the group's own.
+	exportRules = func(clusterID string) []string {
+		return []string{"/endpoints:create,delete,get,list,update,watch", "/services:create,delete,get,list,update,watch",
+			"coordination.k8s.io/leases:create", "coordination.k8s.io/leases:get,update@goreka-export-" + clusterID,
+			"discovery.k8s.io/endpointslices:create,delete,get,list,update,watch"}
+	}
 )
 
 // The Kubernetes bridge's values: each direction adds exactly the rights
@@ -390,7 +399,7 @@ func TestHelmKubernetesBridge(t *testing.T) {
 			o.crbs[0].RoleRef.Name != o.croles[0].Name || !boundTo(o.crbs[0].Subjects, sa) {
 			t.Errorf("import cluster role %+v binding %+v", o.croles, o.crbs)
 		}
-		if len(o.roles) != 1 || o.roles[0].Namespace != "goreka" || !slices.Equal(rules(o.roles[0].Rules), exportRules) ||
+		if len(o.roles) != 1 || o.roles[0].Namespace != "goreka" || !slices.Equal(rules(o.roles[0].Rules), exportRules("east")) ||
 			len(o.rbs) != 1 || o.rbs[0].Namespace != "goreka" || o.rbs[0].RoleRef.Name != o.roles[0].Name || !boundTo(o.rbs[0].Subjects, sa) {
 			t.Errorf("export role %+v binding %+v", o.roles, o.rbs)
 		}
@@ -417,8 +426,14 @@ func TestHelmKubernetesBridge(t *testing.T) {
 	})
 	t.Run("export to its own namespace only", func(t *testing.T) {
 		o := render("--set", "kubernetes.export.enabled=true", "--set", "kubernetes.export.namespace=eureka-apps")
-		if len(o.croles) != 0 || len(o.roles) != 1 || o.roles[0].Namespace != "eureka-apps" || !slices.Equal(rules(o.roles[0].Rules), exportRules) {
+		if len(o.croles) != 0 || len(o.roles) != 1 || o.roles[0].Namespace != "eureka-apps" || !slices.Equal(rules(o.roles[0].Rules), exportRules("default")) {
 			t.Fatalf("roles %+v cluster roles %d", o.roles, len(o.croles))
+		}
+		// A cluster id that is no lower-case DNS name would name a Lease
+		// the Role does not (goreka adds a hash to such an id): refused.
+		cmd := exec.Command(h, "template", "goreka", chart, "-f", chart+"/ci/default-values.yaml", "--set", "kubernetes.export.enabled=true", "--set", "kubernetes.clusterId=East")
+		if b, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(b, []byte("kubernetes.clusterId")) {
+			t.Errorf("clusterId=East rendered: %v %s", err, b)
 		}
 		if e := envOf(o); e["GOREKA_KUBERNETES_EXPORT_NAMESPACE"] != "eureka-apps" || e["GOREKA_KUBERNETES_IMPORT_ENABLED"] != "" {
 			t.Errorf("env %v", e)

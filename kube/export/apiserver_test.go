@@ -25,8 +25,10 @@ import (
 )
 
 // exportRules are the rights the exporter needs in its namespace, the
-// same as the Helm chart's Role (deploy/helm/goreka/templates/rbac.yaml):
-// the tests run as a user that has these and nothing else.
+// Helm chart's Role (deploy/helm/goreka/templates/rbac.yaml) but for its
+// Lease rule, which names the one Lease of the release's cluster id (the
+// tests here run several cluster ids in one namespace): the tests run as a
+// user that has these and nothing else.
 var exportRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"services", "endpoints"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
