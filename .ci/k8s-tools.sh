@@ -8,10 +8,20 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.7.3}"
 K8S_TOOLS="${K8S_TOOLS:-$HOME/.cache/goreka-k8s/v$K8S_VERSION}"
-if [ -x "$K8S_TOOLS/bin/kube-apiserver" ] && [ -x "$K8S_TOOLS/bin/etcd" ]; then
+# etcd's version is kept beside it (the directory names Kubernetes' only).
+have() { [ -x "$K8S_TOOLS/bin/kube-apiserver" ] && [ -x "$K8S_TOOLS/bin/etcd" ] &&
+  [ "$(cat "$K8S_TOOLS/bin/etcd.version" 2>/dev/null)" = "$ETCD_VERSION" ]; }
+if have; then
   echo "$K8S_TOOLS"; exit 0
 fi
 mkdir -p "$K8S_TOOLS/bin"
+# One build at a time per machine (two CI runs on a fresh machine would
+# write the same files); the second finds the binaries when it gets the lock.
+exec 9>"$K8S_TOOLS/.lock"
+flock 9
+if have; then
+  echo "$K8S_TOOLS"; exit 0
+fi
 minor="0.${K8S_VERSION#1.}"
 build() { # dir module-lines main-package output [ldflags]
   local dir="$1"; shift
@@ -21,12 +31,17 @@ build() { # dir module-lines main-package output [ldflags]
     printf 'package tools\n\nimport _ "%s"\n' "$2" > tools.go
     printf '%s\n' "$1" >> go.mod
     GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-    GOFLAGS=-mod=mod go build -trimpath ${4:+-ldflags "$4"} -o "$3" "$2"
+    # Built beside its name and moved: an interrupted build leaves no
+    # partial binary that a later run would take for a built one.
+    GOFLAGS=-mod=mod go build -trimpath ${4:+-ldflags "$4"} -o "$3.tmp" "$2"
+    mv -f "$3.tmp" "$3"
   )
 }
-if [ ! -x "$K8S_TOOLS/bin/etcd" ]; then
+if [ ! -x "$K8S_TOOLS/bin/etcd" ] || [ "$(cat "$K8S_TOOLS/bin/etcd.version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
+  rm -rf "$K8S_TOOLS/src-etcd"
   build "$K8S_TOOLS/src-etcd" "require go.etcd.io/etcd/server/v3 v$ETCD_VERSION" \
     go.etcd.io/etcd/server/v3 "$K8S_TOOLS/bin/etcd" >&2
+  echo "$ETCD_VERSION" > "$K8S_TOOLS/bin/etcd.version"
 fi
 if [ ! -x "$K8S_TOOLS/bin/kube-apiserver" ]; then
   staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
