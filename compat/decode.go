@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -337,3 +338,13 @@ func (e *fieldError) Error() string {
 }
 
 func (e *fieldError) Unwrap() error { return e.err }
+
+// SniffFormat is the format of a body that came without a Content-Type, as
+// Jersey's provider decides it: XML when its first non-blank byte is '<',
+// else JSON.
+func SniffFormat(body []byte) Format {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '<' {
+		return XML
+	}
+	return JSON
+}

@@ -137,11 +137,7 @@ func (r *Relay) noteChain(req *http.Request, rel, chain string) {
 	if err != nil {
 		return
 	}
-	f := compat.JSON
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '<' {
-		f = compat.XML
-	}
-	in, err := compat.DecodeInstance(body, f)
+	in, err := compat.DecodeInstance(body, compat.SniffFormat(body))
 	if err != nil {
 		return
 	}
@@ -159,11 +155,7 @@ func (r *Relay) proxy(w http.ResponseWriter, req *http.Request, rel string) {
 			http.Error(w, "cannot read request body", http.StatusBadRequest)
 			return
 		}
-		f := compat.JSON
-		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '<' {
-			f = compat.XML
-		}
-		in, err := compat.DecodeInstance(b, f)
+		in, err := compat.DecodeInstance(b, compat.SniffFormat(b))
 		if err != nil {
 			http.Error(w, "cannot parse request body: "+err.Error(), http.StatusBadRequest)
 			return

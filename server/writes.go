@@ -84,10 +84,7 @@ func readAllSized(r io.Reader, n int64) ([]byte, error) {
 // other than UTF-8 / ISO-8859-1 are refused (415).
 func bodyFormat(contentType string, body []byte) (compat.Format, error) {
 	if strings.TrimSpace(contentType) == "" {
-		if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '<' {
-			return compat.XML, nil
-		}
-		return compat.JSON, nil
+		return compat.SniffFormat(body), nil
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
