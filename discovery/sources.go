@@ -21,13 +21,34 @@ type Self struct {
 	Bind net.IP
 	// Addrs are the interface addresses (used when Bind is nil).
 	Addrs []net.IP
+	// Names are host names this server answers as (its
+	// eureka.instance.hostname), for Is; "localhost" always is one when
+	// loopback reaches it.
+	Names []string
+}
+
+// Is reports whether host:port names this server: its port, and an
+// address it listens on ("localhost" meaning loopback) or one of Names,
+// compared without case. A relay refuses itself as its upstream with it.
+func (s Self) Is(host string, port int) bool {
+	if port != s.Port {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return s.listensOn(ip)
+	}
+	return slices.ContainsFunc(s.Names, func(n string) bool { return strings.EqualFold(n, host) })
 }
 
 // LocalSelf is this server as it listens: port, the bind address
 // (server.address, "" for all interfaces) and, for Addrs, every interface
-// address of the host plus ip (eureka.instance.ip-address, when it is one).
-func LocalSelf(port int, bind, ip string) Self {
-	s := Self{Port: port, Bind: net.ParseIP(bind)}
+// address of the host plus ip (eureka.instance.ip-address, when it is one);
+// names are its host names (Self.Names).
+func LocalSelf(port int, bind, ip string, names ...string) Self {
+	s := Self{Port: port, Bind: net.ParseIP(bind), Names: names}
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
 			if n, ok := a.(*net.IPNet); ok {

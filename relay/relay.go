@@ -5,10 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/goreka/goreka/discovery"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,9 @@ type Config struct {
 	// ID names this relay in ChainHeader (goreka.relay.id; default: the
 	// instance id). Required.
 	ID string
-	// Self are the host:port forms under which this server is reached
-	// (localhost, its addresses and host name with its port): an upstream
-	// URL naming one of them is refused.
-	Self []string
+	// Self is this server as it listens (discovery.LocalSelf, with its
+	// host name in Names): an upstream URL that names it is refused.
+	Self discovery.Self
 	// HeartbeatInterval is how often the collected heartbeats are sent
 	// (default 30 s, a client's lease-renewal-interval).
 	HeartbeatInterval time.Duration
@@ -152,16 +152,12 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 	chc.Transport = chainTransport{base: base, id: cfg.ID}
 	r.client = eurekahttp.New(eurekahttp.Config{ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout,
 		UserAgent: "goreka-relay", AcceptGzip: true, HTTPClient: &chc})
-	self := map[string]bool{}
-	for _, s := range cfg.Self {
-		self[strings.ToLower(s)] = true
-	}
 	for i, raw := range cfg.Upstream {
 		ep, err := eurekahttp.ParseURL(raw)
 		if err != nil {
 			return nil, fmt.Errorf("goreka.relay.upstream=%q: %v", redacted(raw), err)
 		}
-		if hostPort(ep.URL) != "" && self[hostPort(ep.URL)] {
+		if host, port, ok := hostPort(ep.URL); ok && cfg.Self.Is(host, port) {
 			return nil, fmt.Errorf("goreka.relay.upstream=%q is this server itself: a relay's upstream must be another server (it would forward its own registrations to itself)", ep.URL)
 		}
 		rm, err := region.New(region.Config{Name: fmt.Sprintf("upstream-%d", i), URL: raw, FetchInterval: cfg.FetchInterval,
@@ -185,34 +181,22 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 	return r, nil
 }
 
-// hostPort is a URL's host:port, the scheme's default port filled in,
-// lower case; "" if it cannot be read.
-func hostPort(raw string) string {
+// hostPort is a URL's host and port (80 or 443 when it names none).
+func hostPort(raw string) (string, int, bool) {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
+	if err != nil || u.Hostname() == "" {
+		return "", 0, false
 	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
+	port := 80
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil {
+			return "", 0, false
 		}
 	}
-	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
-}
-
-// SelfAddresses are the host:port forms of a server listening on port:
-// localhost and the loopback addresses, plus the given host names and
-// addresses (empty ones skipped), for Config.Self.
-func SelfAddresses(port int, hosts ...string) []string {
-	out := []string{}
-	for _, h := range append([]string{"localhost", "127.0.0.1", "::1"}, hosts...) {
-		if h != "" {
-			out = append(out, strings.ToLower(net.JoinHostPort(h, fmt.Sprint(port))))
-		}
-	}
-	return out
+	return u.Hostname(), port, true
 }
 
 // ReadOnly reports whether the relay is a read replica.

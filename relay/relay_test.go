@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"github.com/goreka/goreka/discovery"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -373,11 +374,11 @@ func idsOf(apps *registry.Applications) string {
 func TestSelfAsUpstreamIsRefused(t *testing.T) {
 	reg := registry.New(registry.Options{})
 	_, err := New(Config{Upstream: []string{"http://other:8761/eureka/", "http://LOCALHOST:8761/eureka/"}, ID: "r",
-		Self: SelfAddresses(8761, "relay1.example")}, reg)
+		Self: discovery.Self{Port: 8761, Names: []string{"relay1.example"}}}, reg)
 	if err == nil || !strings.Contains(err.Error(), "goreka.relay.upstream") || !strings.Contains(err.Error(), "itself") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := New(Config{Upstream: []string{"http://localhost:8762/eureka/"}, ID: "r", Self: SelfAddresses(8761)}, reg); err != nil {
+	if _, err := New(Config{Upstream: []string{"http://localhost:8762/eureka/"}, ID: "r", Self: discovery.Self{Port: 8761}}, reg); err != nil {
 		t.Fatalf("another port refused: %v", err)
 	}
 }

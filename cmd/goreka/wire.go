@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"crypto/tls"
+	"github.com/goreka/goreka/discovery"
 	"log/slog"
 	"net/http"
 	"time"
@@ -221,7 +222,8 @@ func newRelay(cfg *config.Config, now func() time.Time, log *slog.Logger, reg *r
 	if len(rc.Upstream) == 0 { // read-only and fetch-apps without it are refused by config
 		return nil, nil
 	}
+	self := discovery.LocalSelf(cfg.Server.Port, cfg.Server.Address, cfg.Instance.IPAddress, cfg.Instance.HostName())
 	return relay.New(relay.Config{Upstream: rc.Upstream, ID: cmp.Or(rc.ID, cfg.Instance.InstanceID), HeartbeatInterval: rc.HeartbeatInterval, FetchInterval: rc.FetchInterval,
 		FetchApps: rc.FetchApps, ReadOnly: rc.ReadOnly, MaxQueue: rc.MaxQueue, Now: now, Logger: log, OnCopyChange: onChange, TLSConfigFor: tc, Authenticate: authed,
-		Self: relay.SelfAddresses(cfg.Server.Port, cfg.Instance.HostName(), cfg.Instance.IPAddress, cfg.Server.Address)}, reg)
+		Self: self}, reg)
 }
