@@ -48,6 +48,25 @@ func envoyBinary(t *testing.T) string {
 
 // envoyBootstrap is an Envoy that takes clusters from goreka over ADS and
 // has one listener of its own routing everything to the cluster "web".
+// envoyWebListener is the listener every test Envoy routes through: all
+// of it to the cluster web, which comes from goreka over CDS.
+const envoyWebListener = `  listeners:
+  - name: web
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config:
+            validate_clusters: false   # web comes from goreka over CDS
+            virtual_hosts: [{name: web, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: web}}]}]
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+
 const envoyBootstrap = `
 node: {id: interop-envoy, cluster: interop}
 admin:
@@ -70,22 +89,7 @@ static_resources:
     load_assignment:
       cluster_name: goreka_xds
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-  listeners:
-  - name: web
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            validate_clusters: false   # web comes from goreka over CDS
-            virtual_hosts: [{name: web, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: web}}]}]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`
+` + envoyWebListener
 
 // envoy runs Envoy against the xDS server at xdsPort and returns its
 // admin URL and its listener's URL.
@@ -214,22 +218,7 @@ static_resources:
     load_assignment:
       cluster_name: goreka_rest
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-  listeners:
-  - name: web
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            validate_clusters: false
-            virtual_hosts: [{name: web, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: web}}]}]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`
+` + envoyWebListener
 
 // TestXDSEnvoyOverREST: an Envoy polling the REST-JSON form (as goreka's main
 // port serves it: xds.Handler at xds.RESTPaths) reaches the backends, and

@@ -59,22 +59,7 @@ static_resources:
     load_assignment:
       cluster_name: goreka_xds
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}}}]}]
-  listeners:
-  - name: web
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            validate_clusters: false
-            virtual_hosts: [{name: web, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: web}}]}]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`
+` + envoyWebListener
 
 // TestXDSEnvoyOverTLSWithCredentials: with TLS and users, a real Envoy that
 // trusts the certificate and sends Basic credentials in its ADS stream's
