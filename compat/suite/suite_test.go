@@ -139,7 +139,14 @@ func TestCompat(t *testing.T) {
 	buildErr := s.buildAgents(t, clients)
 	var md strings.Builder
 	md.WriteString("# goreka real-client compatibility results\n\n")
-	failed := false
+	// failures names every failed scenario with its detail: CI keeps only the output's tail, where the
+	// tables above are already cut off.
+	var failures []string
+	fail1 := func(where string, r result) {
+		if r.outcome == fail {
+			failures = append(failures, where+": "+r.detail)
+		}
+	}
 	mixed := tn == "both" || os.Getenv("COMPAT_MIXED") == "1"
 	for _, name := range names {
 		runs, notes := s.runTarget(t, name, clients, buildErr)
@@ -147,10 +154,8 @@ func TestCompat(t *testing.T) {
 		fmt.Println(table)
 		md.WriteString(table + "\n")
 		for _, r := range runs {
-			for _, res := range r.results {
-				if res.outcome == fail {
-					failed = true
-				}
+			for _, sc := range slices.Sorted(maps.Keys(r.results)) {
+				fail1(name+" / "+r.client+" / "+sc, r.results[sc])
 			}
 		}
 	}
@@ -166,9 +171,7 @@ func TestCompat(t *testing.T) {
 			fmt.Println(table)
 			md.WriteString(table + "\n")
 			for _, r := range res {
-				if r.outcome == fail {
-					failed = true
-				}
+				fail1("mixed pair with "+stock+" / "+r.check, r.result)
 			}
 		}
 	}
@@ -179,9 +182,7 @@ func TestCompat(t *testing.T) {
 			fmt.Println(table)
 			md.WriteString(table + "\n")
 			for _, r := range res {
-				if r.outcome == fail {
-					failed = true
-				}
+				fail1(lc.name+" / "+r.check, r.result)
 			}
 		}
 	}
@@ -195,9 +196,7 @@ func TestCompat(t *testing.T) {
 		fmt.Println(table)
 		md.WriteString(table + "\n")
 		for _, r := range res {
-			if r.outcome == fail {
-				failed = true
-			}
+			fail1("regions / "+r.check, r.result)
 		}
 	}
 	if mixed || os.Getenv("COMPAT_RELAYS") == "1" {
@@ -218,17 +217,16 @@ func TestCompat(t *testing.T) {
 			fmt.Println(table)
 			md.WriteString(table + "\n")
 			for _, r := range res {
-				if r.outcome == fail {
-					failed = true
-				}
+				fail1("relays with a "+core+" core / "+r.check, r.result)
 			}
 		}
 	}
 	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md.String()), 0o644); err != nil {
 		t.Error(err)
 	}
-	if failed {
-		t.Errorf("some scenarios failed; see the table above and %s", filepath.Join(out, "results.md"))
+	if len(failures) > 0 {
+		t.Errorf("%d scenario(s) failed (tables above and %s):\n%s", len(failures),
+			filepath.Join(out, "results.md"), strings.Join(failures, "\n"))
 	}
 }
 
