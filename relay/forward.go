@@ -47,6 +47,15 @@ type forwarder struct {
 	looped  map[key]bool      // refused by a relay of the chain: not forwarded
 	removed map[key]time.Time // removed locally, hidden in the copy until it drops them
 	wake    chan struct{}
+	healed  chan struct{} // the upstream answers again: cut the back-off short
+
+	// owned are the instances a client registered or heartbeats at this
+	// relay. A lease held here only as a peer's replica (a peer's start-up
+	// sync copies its whole union, the peer's copy of the upstream
+	// included) is someone else's: its eviction here is not forwarded, nor
+	// hidden in the copy, or the relay would cancel the upstream's own
+	// instances.
+	owned map[key]bool
 }
 
 // shards is how many instances are sent upstream at once.
@@ -67,10 +76,12 @@ func shardOf(k key) int {
 func (f *forwarder) init() {
 	f.queued = map[key]*pending{}
 	f.known = map[key]bool{}
+	f.owned = map[key]bool{}
 	f.chains = map[key]string{}
 	f.looped = map[key]bool{}
 	f.removed = map[key]time.Time{}
 	f.wake = make(chan struct{}, 1)
+	f.healed = make(chan struct{}, 1)
 }
 
 func (f *forwarder) setChain(k key, chain string) {
@@ -109,6 +120,15 @@ func (f *forwarder) signal() {
 	}
 }
 
+// recover tells a forwarder waiting out a back-off that the upstream
+// answers again (a heartbeat round got through).
+func (f *forwarder) recover() {
+	select {
+	case f.healed <- struct{}{}:
+	default:
+	}
+}
+
 // OnEvent is the registry's change listener: a local change queues its
 // instance for the upstream; changes from peers are forwarded by the relay
 // that took them from the client. Every removal hides the instance in the
@@ -121,13 +141,22 @@ func (r *Relay) OnEvent(e registry.Event) {
 	k := key{e.App, e.ID}
 	f := &r.fwd
 	f.mu.Lock()
+	// An eviction of a lease nobody registered or renewed here (a peer's
+	// replica) is the peer's or the upstream's business.
+	foreign := e.Kind == registry.EventEvict && !f.owned[k] && !f.known[k]
 	switch {
 	case e.Kind.Removal():
-		f.removed[k] = r.cfg.Now()
+		if !foreign {
+			f.removed[k] = r.cfg.Now()
+		}
+		delete(f.owned, k)
 	case e.Kind == registry.EventRegister:
 		delete(f.removed, k)
+		if !e.FromPeer {
+			f.owned[k] = true
+		}
 	}
-	if e.FromPeer || r.cfg.ReadOnly {
+	if e.FromPeer || r.cfg.ReadOnly || foreign {
 		f.mu.Unlock()
 		return
 	}
@@ -164,14 +193,20 @@ func (r *Relay) requeue(k key) {
 }
 
 // runForward sends the queue upstream until ctx is done; a failed call
-// waits a back-off (1 s doubling, at most the heartbeat interval) and is
-// tried again.
+// waits a back-off (1 s doubling, at most the heartbeat interval, cut
+// short when a heartbeat round gets through again) and is tried again.
 func (r *Relay) runForward(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
 		if backoff > 0 {
-			if !sleep(ctx, backoff) {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
 				return
+			case <-t.C:
+			case <-r.fwd.healed:
+				t.Stop()
 			}
 		} else {
 			select {
@@ -361,7 +396,7 @@ func (r *Relay) resyncIfNeeded() {
 	for i := range leases {
 		k := key{leases[i].Instance.App, leases[i].Instance.ID()}
 		seen[k] = true
-		if !f.looped[k] {
+		if !f.looped[k] && (f.owned[k] || f.known[k]) { // a peer's replica is the peer's to forward
 			f.resyncAdd(r, k)
 		}
 	}

@@ -33,6 +33,7 @@ type upstream struct {
 	mu       sync.Mutex
 	requests map[string]int // "METHOD path" -> count
 	renews   atomic.Int64   // client renewals applied (OnRenew, not from a peer)
+	refused  atomic.Int64   // requests closed unanswered while down
 }
 
 func newUpstream(t *testing.T, clock *clocktest.Clock) *upstream {
@@ -60,6 +61,7 @@ func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry
 	s = server.New(server.Config{}, server.Deps{Registry: u.reg, Now: clock.Now, Cache: &cc})
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u.down.Load() {
+			u.refused.Add(1)
 			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				c.Close()
 			}
@@ -336,6 +338,84 @@ func TestUpstreamGoneThenHealedConverges(t *testing.T) {
 	}
 	if rows := s.relay.DashboardRows(); !strings.HasPrefix(rows[2][1], "fresh") {
 		t.Fatalf("dashboard rows after heal: %q", rows)
+	}
+}
+
+// TestHeartbeatsKeptWhileTheUpstreamIsGone: a round no upstream answers
+// sends nothing one by one (the probe failed: no per-instance storm) and
+// keeps its heartbeats, so that the first round after the heal, before any
+// client heartbeats again, renews what the upstream kept and re-registers
+// what it lost.
+func TestHeartbeatsKeptWhileTheUpstreamIsGone(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	for _, id := range []string{"kept", "lost"} {
+		s.reg.Register(inst("APP", id), false)
+	}
+	mustSync(t, s)
+	for _, id := range []string{"kept", "lost"} {
+		s.reg.Renew(registry.RenewRequest{App: "APP", ID: id})
+	}
+	up.down.Store(true)
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 0 {
+		t.Fatalf("a gone upstream took %d heartbeats", got)
+	}
+	if n := up.refused.Load(); n != 1 {
+		t.Fatalf("%d requests to a gone upstream in one round, want 1 (the probe; no heartbeat one by one)", n)
+	}
+	up.reg.Cancel("APP", "lost", false) // evicted there meanwhile
+	up.down.Store(false)
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 1 {
+		t.Fatalf("the round after the heal took %d heartbeats, want 1 (the kept one; the lost one answered 404)", got)
+	}
+	mustSync(t, s)
+	if ids := idsOf(up.reg.Applications()); ids != "APP/kept APP/lost" {
+		t.Fatalf("upstream after the heal: %s, want APP/kept APP/lost", ids)
+	}
+}
+
+// TestPeerReplicaEvictionIsNotForwarded: a relay's start-up sync copies
+// its peer relay's whole union, the peer's copy of the upstream included.
+// Such a replica expiring here is not a cancel of the upstream's own
+// instance (nor hidden in the copy); a replica whose client fails over and
+// heartbeats here is this relay's, and its eviction is forwarded.
+func TestPeerReplicaEvictionIsNotForwarded(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	up.reg.Register(inst("CORE", "c1"), false)   // a core client's
+	up.reg.Register(inst("APP", "moved"), false) // registered by the peer relay, now gone
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "moved"} {
+		app := "CORE"
+		if id == "moved" {
+			app = "APP"
+		}
+		if _, err := s.reg.Register(inst(app, id), true); err != nil { // the peer's sync
+			t.Fatal(err)
+		}
+	}
+	if err := s.reg.Renew(registry.RenewRequest{App: "APP", ID: "moved"}); err != nil { // its client failed over here
+		t.Fatal(err)
+	}
+	s.relay.HeartbeatOnce(t.Context())
+	for _, k := range [][2]string{{"CORE", "c1"}, {"APP", "moved"}} {
+		if err := s.reg.Evict(k[0], k[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSync(t, s)
+	if c := up.count("DELETE", "/eureka/apps/CORE/c1"); c != 0 {
+		t.Fatalf("the relay cancelled the upstream's own instance (%d DELETEs) when its peer's replica expired", c)
+	}
+	if ids := idsOf(up.reg.Applications()); ids != "CORE/c1" {
+		t.Fatalf("upstream: %s, want CORE/c1 (the failed-over client's eviction forwarded, the core's instance kept)", ids)
+	}
+	if ids := idsOf(s.relay.Full(s.reg.Applications())); !strings.Contains(ids, "CORE/c1") {
+		t.Fatalf("served after the replica's eviction: %s, want the copy's CORE/c1", ids)
 	}
 }
 
