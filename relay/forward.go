@@ -48,14 +48,6 @@ type forwarder struct {
 	removed map[key]time.Time // removed locally, hidden in the copy until it drops them
 	wake    chan struct{}
 	healed  chan struct{} // the upstream answers again: cut the back-off short
-
-	// owned are the instances a client registered or heartbeats at this
-	// relay. A lease held here only as a peer's replica (a peer's start-up
-	// sync copies its whole union, the peer's copy of the upstream
-	// included) is someone else's: its eviction here is not forwarded, nor
-	// hidden in the copy, or the relay would cancel the upstream's own
-	// instances.
-	owned map[key]bool
 }
 
 // shards is how many instances are sent upstream at once.
@@ -76,7 +68,6 @@ func shardOf(k key) int {
 func (f *forwarder) init() {
 	f.queued = map[key]*pending{}
 	f.known = map[key]bool{}
-	f.owned = map[key]bool{}
 	f.chains = map[key]string{}
 	f.looped = map[key]bool{}
 	f.removed = map[key]time.Time{}
@@ -141,22 +132,13 @@ func (r *Relay) OnEvent(e registry.Event) {
 	k := key{e.App, e.ID}
 	f := &r.fwd
 	f.mu.Lock()
-	// An eviction of a lease nobody registered or renewed here (a peer's
-	// replica) is the peer's or the upstream's business.
-	foreign := e.Kind == registry.EventEvict && !f.owned[k] && !f.known[k]
 	switch {
 	case e.Kind.Removal():
-		if !foreign {
-			f.removed[k] = r.cfg.Now()
-		}
-		delete(f.owned, k)
+		f.removed[k] = r.cfg.Now()
 	case e.Kind == registry.EventRegister:
 		delete(f.removed, k)
-		if !e.FromPeer {
-			f.owned[k] = true
-		}
 	}
-	if e.FromPeer || r.cfg.ReadOnly || foreign {
+	if e.FromPeer || r.cfg.ReadOnly {
 		f.mu.Unlock()
 		return
 	}
@@ -396,7 +378,7 @@ func (r *Relay) resyncIfNeeded() {
 	for i := range leases {
 		k := key{leases[i].Instance.App, leases[i].Instance.ID()}
 		seen[k] = true
-		if !f.looped[k] && (f.owned[k] || f.known[k]) { // a peer's replica is the peer's to forward
+		if !f.looped[k] {
 			f.resyncAdd(r, k)
 		}
 	}

@@ -100,7 +100,6 @@ func (r *Relay) heartbeatRound(ctx context.Context) (n int, answered bool) {
 	keys := make([]key, 0, len(got))
 	r.fwd.mu.Lock()
 	for k := range got {
-		r.fwd.owned[k] = true // a client heartbeats here (after a failover, too)
 		if r.fwd.queued[k] == nil && !r.fwd.looped[k] {
 			keys = append(keys, k)
 		}

@@ -375,47 +375,42 @@ func TestHeartbeatsKeptWhileTheUpstreamIsGone(t *testing.T) {
 	}
 }
 
-// TestPeerReplicaEvictionIsNotForwarded: a relay's start-up sync copies
-// its peer relay's whole union, the peer's copy of the upstream included.
-// Such a replica expiring here is not a cancel of the upstream's own
-// instance (nor hidden in the copy); a replica whose client fails over and
-// heartbeats here is this relay's, and its eviction is forwarded.
-func TestPeerReplicaEvictionIsNotForwarded(t *testing.T) {
+// TestPeerSyncGetsOnlyLocalInstances: a relay's peer (the other relay of
+// its site) syncs at start-up from GET apps. It must get the local
+// registry, not the union: the relay's copy of the upstream would become
+// the peer's leases, which nobody renews there, and their eviction would be
+// forwarded upstream as cancels of the upstream's own instances. Clients
+// still get the union.
+func TestPeerSyncGetsOnlyLocalInstances(t *testing.T) {
 	clock := clocktest.New(time.Unix(1_700_000_000, 0))
 	up := newUpstream(t, clock)
 	s := newSite(t, clock, nil, up.url())
-	up.reg.Register(inst("CORE", "c1"), false)   // a core client's
-	up.reg.Register(inst("APP", "moved"), false) // registered by the peer relay, now gone
+	up.reg.Register(inst("CORE", "c1"), false)
+	s.reg.Register(inst("APP", "l1"), false)
 	if err := s.relay.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"c1", "moved"} {
-		app := "CORE"
-		if id == "moved" {
-			app = "APP"
-		}
-		if _, err := s.reg.Register(inst(app, id), true); err != nil { // the peer's sync
-			t.Fatal(err)
-		}
+	served := 0
+	h := s.relay.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
+	get := func(agent string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/eureka/apps/", nil)
+		req.Header.Set("User-Agent", agent)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
 	}
-	if err := s.reg.Renew(registry.RenewRequest{App: "APP", ID: "moved"}); err != nil { // its client failed over here
-		t.Fatal(err)
+	w := get(PeerSyncAgent + "/dev")
+	apps, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
+	if err != nil || w.Code != http.StatusOK {
+		t.Fatalf("peer sync: %d %v %s", w.Code, err, w.Body)
 	}
-	s.relay.HeartbeatOnce(t.Context())
-	for _, k := range [][2]string{{"CORE", "c1"}, {"APP", "moved"}} {
-		if err := s.reg.Evict(k[0], k[1]); err != nil {
-			t.Fatal(err)
-		}
+	if ids := idsOf(apps); ids != "APP/l1" || served != 0 {
+		t.Fatalf("a peer's sync got %q (server asked %d times), want the local APP/l1 only", ids, served)
 	}
-	mustSync(t, s)
-	if c := up.count("DELETE", "/eureka/apps/CORE/c1"); c != 0 {
-		t.Fatalf("the relay cancelled the upstream's own instance (%d DELETEs) when its peer's replica expired", c)
-	}
-	if ids := idsOf(up.reg.Applications()); ids != "CORE/c1" {
-		t.Fatalf("upstream: %s, want CORE/c1 (the failed-over client's eviction forwarded, the core's instance kept)", ids)
-	}
-	if ids := idsOf(s.relay.Full(s.reg.Applications())); !strings.Contains(ids, "CORE/c1") {
-		t.Fatalf("served after the replica's eviction: %s, want the copy's CORE/c1", ids)
+	get("Java-EurekaClient/v1.10.17")
+	if served != 1 {
+		t.Fatal("a client's fetch did not reach the server (the union)")
 	}
 }
 
