@@ -288,17 +288,22 @@ func TestChaosRelays(t *testing.T) {
 			}
 		}
 	})
-	for _, nd := range r.nodes {
-		if err := nd.start(); err != nil {
-			t.Fatal(err)
+	// Start-up in waves, so that the relays started last sync from a peer
+	// whose union already holds the core's clients: the cores, the core's
+	// clients, the first relay of each site (with its copy of the core),
+	// then the second relays, then the sites' clients.
+	startNodes := func(names ...string) {
+		for _, s := range names {
+			if err := byName[s].start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range names {
+			if err := byName[s].waitHealthy(r.check, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	for _, nd := range r.nodes {
-		if err := nd.waitHealthy(r.check, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-
 	// Five fleets of 20: at each site one prefers the first relay, one the
 	// second; the core's clients prefer n1.
 	const perFleet, apps = 20, 5
@@ -309,13 +314,17 @@ func TestChaosRelays(t *testing.T) {
 	}
 	env := []string{"CHAOS_RENEW=" + relayTiming.renew.String(), "CHAOS_LEASE=" + relayLease.String(), "CHAOS_FETCH=" + relayTiming.fetch.String()}
 	zp := map[string]*zoneProc{}
-	for i, f := range fleets {
-		p, err := r.startZone(nw.m(f.ns), f.short, f.zone, perFleet, apps, uint64(i)+1, logDir, env)
-		if err != nil {
-			t.Fatal(err)
+	startFleets := func(shorts ...string) {
+		for i, f := range fleets {
+			if slices.Contains(shorts, f.short) {
+				p, err := r.startZone(nw.m(f.ns), f.short, f.zone, perFleet, apps, uint64(i)+1, logDir, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				zp[f.short] = p
+				r.zones = append(r.zones, p)
+			}
 		}
-		zp[f.short] = p
-		r.zones = append(r.zones, p)
 	}
 	t.Cleanup(func() {
 		for _, p := range r.zones {
@@ -350,19 +359,6 @@ func TestChaosRelays(t *testing.T) {
 			o.halt()
 		}
 	})
-	addOwn("a-cancelled", url("a1"), url("a2"))
-	addOwn("b-cancelled", url("b1"), url("b2"))
-	addOwn("c-cancelled", url("n1"), url("n2"))
-
-	ctx, stopWatch := context.WithCancel(context.Background())
-	var watchers sync.WaitGroup
-	rms := map[string]*removals{}
-	for _, s := range coreNames {
-		rm := &removals{byKey: map[string][]string{}}
-		rms[s] = rm
-		watchers.Go(func() { r.watchRemovals(ctx, byName[s], rm) })
-	}
-	defer func() { stopWatch(); watchers.Wait() }()
 
 	var report []string
 	logf := func(format string, args ...any) {
@@ -421,6 +417,41 @@ func TestChaosRelays(t *testing.T) {
 			return ""
 		}
 	}
+	only := func(prefix string) func() map[string]bool {
+		return func() map[string]bool {
+			w := map[string]bool{}
+			for k := range live {
+				if _, id, _ := strings.Cut(k, "/"); strings.HasPrefix(id, prefix) {
+					w[k] = true
+				}
+			}
+			return w
+		}
+	}
+	startNodes("n1", "n2")
+	ctx, stopWatch := context.WithCancel(context.Background())
+	var watchers sync.WaitGroup
+	rms := map[string]*removals{}
+	for _, s := range coreNames {
+		rm := &removals{byKey: map[string][]string{}}
+		rms[s] = rm
+		watchers.Go(func() { r.watchRemovals(ctx, byName[s], rm) })
+	}
+	defer func() { stopWatch(); watchers.Wait() }()
+	startFleets("cx")
+	if d, last := until(30*time.Second, 500*time.Millisecond, all(coreNames, only("cx-"))); last != "" {
+		t.Fatalf("start-up: the core's clients not on the core within %s: %s", d.Round(100*time.Millisecond), last)
+	}
+	startNodes("a1", "b1")
+	if d, last := until(30*time.Second, 500*time.Millisecond, all([]string{"a1", "b1"}, only("cx-"))); last != "" {
+		t.Fatalf("start-up: the core's clients not in the first relays' copies within %s: %s", d.Round(100*time.Millisecond), last)
+	}
+	startNodes("a2", "b2")
+	startFleets("ax", "ay", "bx", "by")
+	addOwn("a-cancelled", url("a1"), url("a2"))
+	addOwn("b-cancelled", url("b1"), url("b2"))
+	addOwn("c-cancelled", url("n1"), url("n2"))
+
 	everyone := append(slices.Clone(coreNames), relayNames...)
 	liveSet := func() map[string]bool { return maps.Clone(live) }
 	if d, last := until(60*time.Second, 500*time.Millisecond, all(everyone, liveSet)); last != "" {
