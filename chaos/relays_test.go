@@ -460,6 +460,18 @@ func TestChaosRelays(t *testing.T) {
 		logf("start-up: %d instances on the 2 core nodes and the 4 relays after %s", len(live), d.Round(100*time.Millisecond))
 	}
 
+	// fulls is each fleet's count of full fetches, for the report: a relay's
+	// delta whose hash does not match makes its clients fetch everything.
+	fulls := func() string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var b []string
+		for _, f := range fleets {
+			b = append(b, fmt.Sprintf("%s %d", f.short, r.stats[f.short].Fulls))
+		}
+		return strings.Join(b, ", ")
+	}
+
 	// Fault 1: site A (its relays and its clients' namespace) cut off from
 	// the core, site B and the core's clients, both ways.
 	siteA := []string{"a1", "a2", "ca"}
@@ -576,6 +588,7 @@ func TestChaosRelays(t *testing.T) {
 	}
 	r.mu.Unlock()
 	partHeld := time.Since(partAt)
+	logf("partition: full fetches so far (each client's first fetch is one): %s", fulls())
 
 	// Heal: every server holds exactly the live instances within one relay
 	// heartbeat interval.
@@ -638,6 +651,7 @@ func TestChaosRelays(t *testing.T) {
 	r.mu.Lock()
 	beforeB := r.stats["bx"]
 	r.mu.Unlock()
+	logf("heal: full fetches so far: %s", fulls())
 	_ = byName["b1"].signal(syscall.SIGKILL)
 	logf("kill -9 b1")
 	// A lease nobody renews upstream is gone from the core after twice its
