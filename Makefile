@@ -111,10 +111,12 @@ compat-consumers:
 # Seeded chaos run in network namespaces (root; ip, nft, tc): 3 nodes, 300
 # simulated clients, one round of every fault (RELIABILITY.md), then the
 # same start-up with eviction off, which the eviction invariant must catch
-# (TestChaosEvictionOff, ~1.5 min). Longer:
+# (TestChaosEvictionOff, ~1.5 min), then a core pair with two sites of two
+# relays: a site partitioned, a relay killed (TestChaosRelays, ~1 min, its
+# own gkr-/10.199.2 network). Longer:
 # CHAOS_ROUNDS=20 CHAOS_SEED=7 make chaos.
 chaos:
-	cd chaos && $(GO) test -tags chaos -count=1 -timeout 30m -v -run '^TestChaos(EvictionOff)?$$' .
+	cd chaos && $(GO) test -tags chaos -count=1 -timeout 30m -v -run '^TestChaos(EvictionOff|Relays)?$$' .
 
 # Long soak in network namespaces (root; not in CI): 3 nodes, 30 000
 # instances with Eureka's timings, replication, light chaos every 5 min;

@@ -47,6 +47,7 @@ type forwarder struct {
 	looped  map[key]bool      // refused by a relay of the chain: not forwarded
 	removed map[key]time.Time // removed locally, hidden in the copy until it drops them
 	wake    chan struct{}
+	healed  chan struct{} // the upstream answers again: cut the back-off short
 }
 
 // shards is how many instances are sent upstream at once.
@@ -71,6 +72,7 @@ func (f *forwarder) init() {
 	f.looped = map[key]bool{}
 	f.removed = map[key]time.Time{}
 	f.wake = make(chan struct{}, 1)
+	f.healed = make(chan struct{}, 1)
 }
 
 func (f *forwarder) setChain(k key, chain string) {
@@ -105,6 +107,15 @@ func (r *Relay) enqueueLocked(k key) *pending {
 func (f *forwarder) signal() {
 	select {
 	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// recover tells a forwarder waiting out a back-off that the upstream
+// answers again (a heartbeat round got through).
+func (f *forwarder) recover() {
+	select {
+	case f.healed <- struct{}{}:
 	default:
 	}
 }
@@ -164,14 +175,20 @@ func (r *Relay) requeue(k key) {
 }
 
 // runForward sends the queue upstream until ctx is done; a failed call
-// waits a back-off (1 s doubling, at most the heartbeat interval) and is
-// tried again.
+// waits a back-off (1 s doubling, at most the heartbeat interval, cut
+// short when a heartbeat round gets through again) and is tried again.
 func (r *Relay) runForward(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
 		if backoff > 0 {
-			if !sleep(ctx, backoff) {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
 				return
+			case <-t.C:
+			case <-r.fwd.healed:
+				t.Stop()
 			}
 		} else {
 			select {

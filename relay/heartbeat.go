@@ -41,23 +41,61 @@ func (r *Relay) OnRenew(rn registry.Renewal) {
 	r.hb.mu.Unlock()
 }
 
+// runHeartbeats sends a round every heartbeat interval. A round the
+// upstream did not answer keeps its heartbeats and is tried again every
+// second (at most every interval) until it answers, and then the
+// forwarder's back-off is cut short: after a partition heals, the first
+// round (whose 404s re-register what the upstream lost) and the queued
+// changes go out within about a second, not an interval or two later.
 func (r *Relay) runHeartbeats(ctx context.Context) {
-	every(ctx, r.cfg.HeartbeatInterval, func() { r.HeartbeatOnce(ctx) })
+	retry := min(time.Second, r.cfg.HeartbeatInterval)
+	t := time.NewTicker(r.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		failed := false
+		for {
+			if _, answered := r.heartbeatRound(ctx); answered {
+				break
+			}
+			failed = true
+			if !sleep(ctx, retry) {
+				return
+			}
+		}
+		if failed {
+			r.fwd.recover()
+			t.Reset(r.cfg.HeartbeatInterval)
+		}
+	}
 }
 
 // HeartbeatOnce sends the heartbeats collected since the last call: in one
 // request to a goreka upstream, one per instance paced over the heartbeat
 // interval to a stock one. Instances queued for forwarding are left out
 // (their registration comes first), looped ones too. An instance the
-// upstream answers 404 is queued for registration. It returns how many
+// upstream answers 404 is queued for registration. When no upstream
+// answers, the heartbeats are kept for the next call (none is sent one by
+// one to an upstream that did not answer the probe). It returns how many
 // heartbeats the upstream took.
 func (r *Relay) HeartbeatOnce(ctx context.Context) int {
+	n, _ := r.heartbeatRound(ctx)
+	return n
+}
+
+// heartbeatRound is HeartbeatOnce; answered is false when no upstream
+// answered (the heartbeats are kept then).
+func (r *Relay) heartbeatRound(ctx context.Context) (n int, answered bool) {
 	r.hb.mu.Lock()
 	got := r.hb.renewed
 	r.hb.renewed = make(map[key]beat, len(got))
 	r.hb.mu.Unlock()
 	if len(got) == 0 {
-		return 0
+		return 0, true
 	}
 	keys := make([]key, 0, len(got))
 	r.fwd.mu.Lock()
@@ -68,21 +106,44 @@ func (r *Relay) HeartbeatOnce(ctx context.Context) int {
 	}
 	r.fwd.mu.Unlock()
 	if len(keys) == 0 {
-		return 0
+		return 0, true
 	}
-	if r.upstreamKind(ctx) == kindGoreka {
-		if n, ok := r.aggregate(ctx, keys, got); ok {
-			return n
+	kind, reached := r.upstreamKind(ctx)
+	if !reached {
+		r.keep(got)
+		return 0, false
+	}
+	if kind == kindGoreka {
+		n, ok, reached := r.aggregate(ctx, keys, got)
+		if !reached {
+			r.keep(got)
+			return 0, false
+		}
+		if ok {
+			return n, true
 		}
 	}
-	return r.paced(ctx, keys, got)
+	return r.paced(ctx, keys, got), true
+}
+
+// keep puts back the heartbeats of a round no upstream answered, under
+// the ones collected since.
+func (r *Relay) keep(got map[key]beat) {
+	r.hb.mu.Lock()
+	for k, b := range got {
+		if _, newer := r.hb.renewed[k]; !newer {
+			r.hb.renewed[k] = b
+		}
+	}
+	r.hb.mu.Unlock()
 }
 
 // upstreamKind probes the upstream in use once: a goreka answers an empty
 // aggregated-heartbeat list 200, a stock server 404 (or anything else).
-func (r *Relay) upstreamKind(ctx context.Context) int32 {
+// reached is false when no upstream answered the probe.
+func (r *Relay) upstreamKind(ctx context.Context) (kind int32, reached bool) {
 	if k := r.kind.Load(); k != kindUnknown {
-		return k
+		return k, true
 	}
 	var code int
 	err := r.call(ctx, func(ep eurekahttp.Endpoint) error {
@@ -92,21 +153,21 @@ func (r *Relay) upstreamKind(ctx context.Context) int32 {
 	})
 	switch {
 	case err != nil:
-		return kindUnknown // unreachable: probe again next time
+		return kindUnknown, !unreachable(err) // probe again next time
 	case code == http.StatusOK:
 		r.kind.Store(kindGoreka)
 	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
 		r.kind.Store(kindStock) // a server without the endpoint: Eureka's own
 	default:
-		return kindUnknown // 503 in a rollout, 401, 429: not an answer about the endpoint; probe again
+		return kindUnknown, true // 503 in a rollout, 401, 429: not an answer about the endpoint; probe again
 	}
-	return r.kind.Load()
+	return r.kind.Load(), true
 }
 
-// aggregate sends the heartbeats in one request; false when the upstream
-// did not take it (no answer, or it no longer has the endpoint: probed
-// again next time).
-func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (int, bool) {
+// aggregate sends the heartbeats in one request; ok is false when the
+// upstream no longer has the endpoint (probed again next time), reached
+// false when no upstream answered.
+func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (n int, ok, reached bool) {
 	items := make([]compat.ReplicationItem, len(keys))
 	for i, k := range keys {
 		b := got[k]
@@ -128,24 +189,23 @@ func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (in
 	})
 	if err != nil {
 		r.warn("heartbeat", "sending the aggregated heartbeats failed", "upstream", r.Upstream(), "count", len(items), "err", err)
-		return 0, true // the next interval brings fresh ones
+		return 0, true, !unreachable(err) // kept for the retry when unreachable
 	}
 	if code == http.StatusLoopDetected {
 		for _, k := range keys {
 			r.loop(k, &eurekahttp.StatusError{Method: http.MethodPost, URL: compat.RenewalsPath, Code: code})
 		}
-		return 0, true
+		return 0, true, true
 	}
 	if code != http.StatusOK {
 		r.kind.Store(kindUnknown)
-		return 0, false
+		return 0, false, true
 	}
 	rs, err := compat.DecodeReplicationResponses(out)
 	if err != nil || len(rs) != len(keys) {
 		r.warn("heartbeat", "the upstream's answer to the aggregated heartbeats is unusable", "upstream", r.Upstream(), "err", err)
-		return 0, true
+		return 0, true, true
 	}
-	n := 0
 	for i, resp := range rs {
 		switch resp.StatusCode {
 		case http.StatusOK:
@@ -157,7 +217,7 @@ func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (in
 	}
 	r.m.aggregated.Add(int64(n))
 	r.m.forwarded(actionHeartbeat).Add(int64(n))
-	return n, true
+	return n, true, true
 }
 
 // pacedInFlight bounds the per-instance heartbeats paced sends at once.

@@ -33,6 +33,7 @@ type upstream struct {
 	mu       sync.Mutex
 	requests map[string]int // "METHOD path" -> count
 	renews   atomic.Int64   // client renewals applied (OnRenew, not from a peer)
+	refused  atomic.Int64   // requests closed unanswered while down
 }
 
 func newUpstream(t *testing.T, clock *clocktest.Clock) *upstream {
@@ -60,6 +61,7 @@ func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry
 	s = server.New(server.Config{}, server.Deps{Registry: u.reg, Now: clock.Now, Cache: &cc})
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u.down.Load() {
+			u.refused.Add(1)
 			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				c.Close()
 			}
@@ -336,6 +338,79 @@ func TestUpstreamGoneThenHealedConverges(t *testing.T) {
 	}
 	if rows := s.relay.DashboardRows(); !strings.HasPrefix(rows[2][1], "fresh") {
 		t.Fatalf("dashboard rows after heal: %q", rows)
+	}
+}
+
+// TestHeartbeatsKeptWhileTheUpstreamIsGone: a round no upstream answers
+// sends nothing one by one (the probe failed: no per-instance storm) and
+// keeps its heartbeats, so that the first round after the heal, before any
+// client heartbeats again, renews what the upstream kept and re-registers
+// what it lost.
+func TestHeartbeatsKeptWhileTheUpstreamIsGone(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	for _, id := range []string{"kept", "lost"} {
+		s.reg.Register(inst("APP", id), false)
+	}
+	mustSync(t, s)
+	for _, id := range []string{"kept", "lost"} {
+		s.reg.Renew(registry.RenewRequest{App: "APP", ID: id})
+	}
+	up.down.Store(true)
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 0 {
+		t.Fatalf("a gone upstream took %d heartbeats", got)
+	}
+	if n := up.refused.Load(); n != 1 {
+		t.Fatalf("%d requests to a gone upstream in one round, want 1 (the probe; no heartbeat one by one)", n)
+	}
+	up.reg.Cancel("APP", "lost", false) // evicted there meanwhile
+	up.down.Store(false)
+	if got := s.relay.HeartbeatOnce(t.Context()); got != 1 {
+		t.Fatalf("the round after the heal took %d heartbeats, want 1 (the kept one; the lost one answered 404)", got)
+	}
+	mustSync(t, s)
+	if ids := idsOf(up.reg.Applications()); ids != "APP/kept APP/lost" {
+		t.Fatalf("upstream after the heal: %s, want APP/kept APP/lost", ids)
+	}
+}
+
+// TestPeerSyncGetsOnlyLocalInstances: a relay's peer (the other relay of
+// its site) syncs at start-up from GET apps. It must get the local
+// registry, not the union: the relay's copy of the upstream would become
+// the peer's leases, which nobody renews there, and their eviction would be
+// forwarded upstream as cancels of the upstream's own instances. Clients
+// still get the union.
+func TestPeerSyncGetsOnlyLocalInstances(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	up.reg.Register(inst("CORE", "c1"), false)
+	s.reg.Register(inst("APP", "l1"), false)
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	h := s.relay.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
+	get := func(agent string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/eureka/apps/", nil)
+		req.Header.Set("User-Agent", agent)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	w := get(PeerSyncAgent + "/dev")
+	apps, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
+	if err != nil || w.Code != http.StatusOK {
+		t.Fatalf("peer sync: %d %v %s", w.Code, err, w.Body)
+	}
+	if ids := idsOf(apps); ids != "APP/l1" || served != 0 {
+		t.Fatalf("a peer's sync got %q (server asked %d times), want the local APP/l1 only", ids, served)
+	}
+	get("Java-EurekaClient/v1.10.17")
+	if served != 1 {
+		t.Fatal("a client's fetch did not reach the server (the union)")
 	}
 }
 
