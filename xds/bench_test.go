@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,6 +258,13 @@ func benchPush(b *testing.B, mode string, n int) {
 			// streams) and, unavoidably, the clients' few buffers.
 			xdsHeap := int64(heap()) - int64(base) - int64(regHeap)
 			xdsRSS := rss() - baseRSS - regRSS
+			if p := os.Getenv("XDS_BENCH_HEAPPROFILE"); p != "" {
+				// What the heap holds at this point, for go tool pprof.
+				if f, err := os.Create(fmt.Sprintf("%s.%s.%d", p, mode, n)); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
 			b.ReportMetric(worst.Seconds(), "worst-s/push")
 			// After the loop: ResetTimer drops metrics reported before it.
 			b.ReportMetric(float64(xdsHeap)/float64(regHeap), "xds-heap/registry-heap")
