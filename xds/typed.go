@@ -77,9 +77,14 @@ type entry struct {
 	delta *discovery.Resource
 }
 
-// foreign is the known version of a resource whose version the client
-// sent but is not this cache's: known to the client, to be sent again.
+// What a watcher knows the client holds of a name is kept as a mark: 0
+// nothing, the entry's update + 1 that update's resource, foreign one whose
+// version the client sent but is not this cache's (known to the client,
+// to be sent again).
 const foreign = math.MaxUint64
+
+// markOf is the mark of having been sent e.
+func markOf(e *entry) uint64 { return e.ver + 1 }
 
 // watcher is one stream's subscription to one typed cache, with its open
 // watch if any.
@@ -87,9 +92,13 @@ type watcher struct {
 	key      streamKey
 	keyed    bool // a known stream's: kept across its watches until the stream closes
 	wildcard bool
-	names    map[string]struct{}
-	// known is what the client was sent: name -> the entry's update.
-	known map[string]uint64
+	// names is the names subscribed to, each with what the client was sent
+	// of it (a mark; 0: nothing yet): one map for both, as a stream holds
+	// as many names as it subscribes to (2,000 at 100k instances).
+	names map[string]uint64
+	// extra is the marks of names held but not subscribed by name (a
+	// wildcard's), nil until one is.
+	extra map[string]uint64
 	// pending is the names changed (or newly subscribed) since the last
 	// answer, to look at on the next one.
 	pending map[string]struct{}
@@ -104,7 +113,7 @@ type watcher struct {
 	dch   chan cachev3.DeltaResponse
 	// returned is what a keyed delta stream's server-side subscription
 	// holds as returned resources: the server writes to it on
-	// unsubscriptions; this cache keeps its own state in known.
+	// unsubscriptions; this cache keeps its own state in names and extra.
 	returned map[string]string
 }
 
@@ -327,12 +336,12 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 				t.unregister(w, name)
 			}
 			if !w.wildcard {
-				delete(w.known, name) // the client dropped it: nothing to say
+				w.forgetKnown(name) // the client dropped it: nothing to say
 			} else {
 				// Still wanted through the wildcard: the protocol says
 				// send it again (or say it is gone).
-				if _, ok := w.known[name]; ok {
-					w.known[name] = foreign
+				if _, ok := w.known(name); ok {
+					w.setKnown(name, foreign)
 				}
 				w.pending[name] = struct{}{}
 			}
@@ -357,12 +366,12 @@ func (t *typed) watcherOf(sk streamKey, keyed bool, sub cachev3.Subscription) *w
 // stream's watch), from its subscription: everything it subscribes to and
 // everything it says it holds is pending.
 func (t *typed) newWatcher(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
-	w := &watcher{key: sk, keyed: keyed, names: map[string]struct{}{}, known: map[string]uint64{}, pending: map[string]struct{}{}}
+	w := &watcher{key: sk, keyed: keyed, names: map[string]uint64{}, pending: map[string]struct{}{}}
 	for name := range sub.SubscribedResources() {
 		t.register(w, name)
 	}
 	for name, v := range sub.ReturnedResources() {
-		w.known[name] = t.entryVersion(v)
+		w.setKnown(name, t.entryMark(v))
 		w.pending[name] = struct{}{}
 	}
 	t.setWildcard(w, sub.IsWildcard())
@@ -387,10 +396,8 @@ func (t *typed) setWildcard(w *watcher, on bool) {
 		return
 	}
 	delete(t.wild, w)
-	for name := range w.known {
-		if _, ok := w.names[name]; !ok {
-			w.pending[name] = struct{}{}
-		}
+	for name := range w.extra {
+		w.pending[name] = struct{}{}
 	}
 }
 
@@ -401,7 +408,8 @@ func (t *typed) register(w *watcher, name string) {
 		t.byName[name] = s
 	}
 	s[w] = struct{}{}
-	w.names[name] = struct{}{}
+	w.names[name] = w.extra[name]
+	delete(w.extra, name)
 	w.pending[name] = struct{}{}
 }
 
@@ -414,7 +422,11 @@ func (t *typed) unregister(w *watcher, name string) {
 			delete(t.byName, name)
 		}
 	}
+	m := w.names[name]
 	delete(w.names, name)
+	if m != 0 {
+		w.setKnown(name, m) // now into extra
+	}
 	w.pending[name] = struct{}{}
 }
 
@@ -473,6 +485,35 @@ func (w *watcher) subscribed(name string) bool {
 	return ok
 }
 
+// known is the mark of name (false: nothing sent).
+func (w *watcher) known(name string) (uint64, bool) {
+	if m, ok := w.names[name]; ok {
+		return m, m != 0
+	}
+	m, ok := w.extra[name]
+	return m, ok
+}
+
+// setKnown records that the client holds mark m of name.
+func (w *watcher) setKnown(name string, m uint64) {
+	if _, ok := w.names[name]; ok {
+		w.names[name] = m
+		return
+	}
+	if w.extra == nil {
+		w.extra = map[string]uint64{}
+	}
+	w.extra[name] = m
+}
+
+// forgetKnown records that the client holds nothing of name.
+func (w *watcher) forgetKnown(name string) {
+	if _, ok := w.names[name]; ok {
+		w.names[name] = 0
+	}
+	delete(w.extra, name)
+}
+
 // resetPending empties w.pending, replacing a map grown large (a first
 // answer's) rather than clearing it on every answer.
 func (w *watcher) resetPending() {
@@ -492,12 +533,23 @@ func (t *typed) respond(w *watcher) {
 		return
 	}
 	var list []*anypb.Any
-	if t.full {
+	switch {
+	case t.full && w.wildcard && w.keyed:
+		// Every answer is the whole type, and everything pending was
+		// changed after the last one (or newly subscribed): no per-name
+		// bookkeeping needed.
+		changed := w.fresh || len(w.pending) > 0
+		w.resetPending()
+		if !changed {
+			return
+		}
+		list = t.everything()
+	case t.full:
 		changed := w.fresh
 		for name := range w.pending {
 			e, ok := t.res[name]
-			v, known := w.known[name]
-			if ok && w.subscribed(name) && (!known || v != e.ver) || (!ok || !w.subscribed(name)) && known {
+			m, known := w.known(name)
+			if ok && w.subscribed(name) && (!known || m != markOf(e)) || (!ok || !w.subscribed(name)) && known {
 				changed = true
 				break
 			}
@@ -507,50 +559,38 @@ func (t *typed) respond(w *watcher) {
 			return
 		}
 		if w.wildcard {
-			if t.all == nil {
-				t.all = make([]*anypb.Any, 0, len(t.res))
-				for _, e := range t.res {
-					t.all = append(t.all, e.any)
-				}
-			}
-			list = t.all
-			if len(w.known) > len(t.res) {
-				w.known = make(map[string]uint64, len(t.res))
-			}
+			list = t.everything()
+			w.extra = make(map[string]uint64, len(t.res))
 			for name, e := range t.res {
-				w.known[name] = e.ver
+				w.setKnown(name, markOf(e))
 			}
-			for name := range w.known {
+			for name := range w.names {
 				if _, ok := t.res[name]; !ok {
-					delete(w.known, name)
+					w.names[name] = 0
 				}
 			}
 		} else {
-			for name := range w.known {
-				if _, ok := w.names[name]; !ok {
-					delete(w.known, name)
-				}
-			}
+			w.extra = nil
 			for name := range w.names {
 				if e, ok := t.res[name]; ok {
 					list = append(list, e.any)
-					w.known[name] = e.ver
+					w.names[name] = markOf(e)
 				} else {
-					delete(w.known, name)
+					w.names[name] = 0
 				}
 			}
 		}
-	} else {
+	default:
 		for name := range w.pending {
 			e, ok := t.res[name]
 			if !ok || !w.subscribed(name) {
-				delete(w.known, name)
+				w.forgetKnown(name)
 				continue
 			}
-			if v, known := w.known[name]; known && v == e.ver {
+			if m, known := w.known(name); known && m == markOf(e) {
 				continue
 			}
-			w.known[name] = e.ver
+			w.setKnown(name, markOf(e))
 			list = append(list, e.any)
 		}
 		w.resetPending()
@@ -561,10 +601,23 @@ func (t *typed) respond(w *watcher) {
 	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned,
 		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
 	if !w.keyed {
-		r.returned = t.versionMap(w.known)
+		r.returned = t.versionMap(w)
 	}
+	ch := w.ch
 	t.sent(w)
-	w.ch <- r // buffered: one answer per watch
+	ch <- r // buffered: one answer per watch
+}
+
+// everything is every resource, for a wildcard answer of a full-state
+// type: one slice per update, shared by the streams.
+func (t *typed) everything() []*anypb.Any {
+	if t.all == nil {
+		t.all = make([]*anypb.Any, 0, len(t.res))
+		for _, e := range t.res {
+			t.all = append(t.all, e.any)
+		}
+	}
+	return t.all
 }
 
 func (t *typed) respondDelta(w *watcher) {
@@ -572,19 +625,19 @@ func (t *typed) respondDelta(w *watcher) {
 	var removed []string
 	for name := range w.pending {
 		e, ok := t.res[name]
-		v, known := w.known[name]
+		m, known := w.known(name)
 		switch {
 		case ok && w.subscribed(name):
-			if known && v == e.ver {
+			if known && m == markOf(e) {
 				continue
 			}
-			w.known[name] = e.ver
+			w.setKnown(name, markOf(e))
 			if e.delta == nil {
 				e.delta = &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: e.any}
 			}
 			out = append(out, e.delta)
 		case known:
-			delete(w.known, name)
+			w.forgetKnown(name)
 			removed = append(removed, name)
 		}
 	}
@@ -595,7 +648,7 @@ func (t *typed) respondDelta(w *watcher) {
 	r := &deltaResponse{req: w.dreq, version: t.cur, returned: w.returned,
 		out: &discovery.DeltaDiscoveryResponse{SystemVersionInfo: t.cur, Resources: out, RemovedResources: removed, TypeUrl: t.typeURL}}
 	if !w.keyed {
-		r.returned = t.versionMap(w.known)
+		r.returned = t.versionMap(w)
 	}
 	ch := w.dch
 	t.sent(w)
@@ -616,30 +669,39 @@ func (t *typed) version(ver uint64) string {
 	return t.prefix + "v" + strconv.FormatUint(ver, 10)
 }
 
-// entryVersion is the update of resource version v; foreign when v is
-// not one of this cache's.
-func (t *typed) entryVersion(v string) uint64 {
+// entryMark is the mark of resource version v (foreign when v is not one
+// of this cache's).
+func (t *typed) entryMark(v string) uint64 {
 	s, ok := strings.CutPrefix(v, t.prefix+"v")
 	if !ok {
 		return foreign
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
+	if err != nil || n == foreign-1 {
 		return foreign
 	}
-	return n
+	return n + 1
 }
 
-// versionMap is known as the returned resources of an unknown stream's
-// subscription, which is all the state it has for its next watch.
-func (t *typed) versionMap(known map[string]uint64) map[string]string {
-	out := make(map[string]string, len(known))
-	for name, v := range known {
-		if v != foreign {
-			out[name] = t.version(v)
-		} else {
+// versionMap is what w holds as the returned resources of an unknown
+// stream's subscription, which is all the state it has for its next
+// watch.
+func (t *typed) versionMap(w *watcher) map[string]string {
+	out := make(map[string]string, len(w.names)+len(w.extra))
+	add := func(name string, m uint64) {
+		switch m {
+		case 0:
+		case foreign:
 			out[name] = ""
+		default:
+			out[name] = t.version(m - 1)
 		}
+	}
+	for name, m := range w.names {
+		add(name, m)
+	}
+	for name, m := range w.extra {
+		add(name, m)
 	}
 	return out
 }
