@@ -104,7 +104,14 @@ type watcher struct {
 	pending map[string]struct{}
 	mark    uint64 // the update that last put it in touched
 
-	seq   uint64 // numbers its watches, so that an old watch's cancel leaves the new one
+	seq uint64 // numbers its watches, so that an old watch's cancel leaves the new one
+	// last is a keyed SotW stream's last answer: the server drops an
+	// answer still queued when a request of its type arrives first (it
+	// replaces the watch's channel), so the next watch undoes what an
+	// answer that was never sent recorded. redo makes the next answer of
+	// a whole-type stream be sent whatever is pending.
+	last  *sotwResponse
+	redo  bool
 	open  bool
 	fresh bool // answer even when nothing changed (a first request)
 	req   *cachev3.Request
@@ -287,6 +294,18 @@ func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev
 	if w == nil {
 		w = t.newWatcher(sk, keyed, sub)
 	} else {
+		if l := w.last; l != nil && !l.delivered.Load() {
+			for _, u := range l.undo {
+				if u.m == 0 {
+					w.forgetKnown(u.name)
+				} else {
+					w.setKnown(u.name, u.m)
+				}
+				w.pending[u.name] = struct{}{}
+			}
+			w.redo = w.redo || l.whole
+		}
+		w.last = nil
 		t.setWildcard(w, sub.IsWildcard())
 		// After the additions w.names holds every requested name, so the
 		// two sets are equal when their sizes are.
@@ -533,17 +552,34 @@ func (t *typed) respond(w *watcher) {
 		return
 	}
 	var list []*anypb.Any
+	var undo []mark
+	whole := false
+	// remember records that name's mark becomes m, to be undone if the
+	// answer is dropped (keyed streams: an unknown one's state is its
+	// subscription's, which a dropped answer does not change).
+	remember := func(name string, m uint64) {
+		if w.keyed {
+			old, _ := w.known(name)
+			undo = append(undo, mark{name, old})
+		}
+		if m == 0 {
+			w.forgetKnown(name)
+		} else {
+			w.setKnown(name, m)
+		}
+	}
 	switch {
 	case t.full && w.wildcard && w.keyed:
 		// Every answer is the whole type, and everything pending was
 		// changed after the last one (or newly subscribed): no per-name
 		// bookkeeping needed.
-		changed := w.fresh || len(w.pending) > 0
+		changed := w.fresh || w.redo || len(w.pending) > 0
 		w.resetPending()
 		if !changed {
 			return
 		}
-		list = t.everything()
+		w.redo = false
+		list, whole = t.everything(), true
 	case t.full:
 		changed := w.fresh
 		for name := range w.pending {
@@ -570,13 +606,15 @@ func (t *typed) respond(w *watcher) {
 				}
 			}
 		} else {
-			w.extra = nil
+			for name := range w.extra {
+				remember(name, 0)
+			}
 			for name := range w.names {
 				if e, ok := t.res[name]; ok {
 					list = append(list, e.any)
-					w.names[name] = markOf(e)
+					remember(name, markOf(e))
 				} else {
-					w.names[name] = 0
+					remember(name, 0)
 				}
 			}
 		}
@@ -584,23 +622,28 @@ func (t *typed) respond(w *watcher) {
 		for name := range w.pending {
 			e, ok := t.res[name]
 			if !ok || !w.subscribed(name) {
-				w.forgetKnown(name)
+				if _, known := w.known(name); known {
+					remember(name, 0)
+				}
 				continue
 			}
 			if m, known := w.known(name); known && m == markOf(e) {
 				continue
 			}
-			w.setKnown(name, markOf(e))
+			remember(name, markOf(e))
 			list = append(list, e.any)
 		}
 		w.resetPending()
 		if len(list) == 0 && !w.fresh {
+			// Nothing sent: what was forgotten stays forgotten.
 			return
 		}
 	}
-	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned,
+	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
 		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
-	if !w.keyed {
+	if w.keyed {
+		w.last = r
+	} else {
 		r.returned = t.versionMap(w)
 	}
 	ch := w.ch
@@ -736,9 +779,21 @@ type sotwResponse struct {
 	version  string
 	out      *discovery.DiscoveryResponse
 	returned map[string]string
+	// delivered is set when the server takes the answer to send it;
+	// undo is the marks it replaced, whole that it was a whole-type one.
+	delivered atomic.Bool
+	undo      []mark
+	whole     bool
+}
+
+// mark is a name's mark before an answer changed it.
+type mark struct {
+	name string
+	m    uint64
 }
 
 func (r *sotwResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, error) {
+	r.delivered.Store(true) // the server calls it as it sends
 	return r.out, nil
 }
 func (r *sotwResponse) GetRequest() *discovery.DiscoveryRequest            { return r.req }
