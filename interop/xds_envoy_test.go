@@ -191,6 +191,24 @@ func TestXDSEnvoyOverADS(t *testing.T) {
 	envoyReachesWebThenDropsC(t, reg, srv, admin, listener)
 }
 
+// TestXDSEnvoyOverDeltaADS is TestXDSEnvoyOverADS with Envoy speaking the
+// incremental protocol (api_type DELTA_GRPC): the cache answers delta
+// streams from its per-stream state as it does SotW ones.
+func TestXDSEnvoyOverDeltaADS(t *testing.T) {
+	bin := envoyBinary(t)
+	reg, srv := startXDS(t)
+	registerWeb(t, reg)
+	boot := strings.Replace(fmt.Sprintf(envoyBootstrap, srv.Addr().(*net.TCPAddr).Port), "api_type: GRPC", "api_type: DELTA_GRPC", 1)
+	if !strings.Contains(boot, "DELTA_GRPC") {
+		t.Fatal("the bootstrap has no api_type to switch")
+	}
+	admin, listener := runEnvoyWith(t, bin, boot)
+	envoyReachesWebThenDropsC(t, reg, srv, admin, listener)
+	if cs := srv.Clients(); len(cs) == 0 || !cs[0].Delta {
+		t.Errorf("xDS clients %+v, want Envoy's delta stream", cs)
+	}
+}
+
 // envoyRESTBootstrap is an Envoy polling goreka's REST-JSON discovery
 // (api_type REST) for its clusters and, as goreka's clusters tell it, for
 // their endpoints, every 200 ms; its listener routes to "web".

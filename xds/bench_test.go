@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +138,31 @@ func (c *benchClient) wait(rev int64) {
 	c.mu.Unlock()
 }
 
+// cpuTime is the process's CPU time so far (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rss is the process's resident set size now (Linux; 0 elsewhere), after
+// a collection that returns freed memory to the system.
+func rss() int64 {
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
 func heap() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -147,7 +177,9 @@ func heap() uint64 {
 // an EDS response at its revision. ns/op is that time; allocs/op and
 // B/op are the whole process's (server and the in-process clients) per
 // pushed change. The heap added by xDS (server, caches, streams, after
-// the pushes) is reported against the registry's own. mode sotw is
+// the pushes) is reported against the registry's own, and so is the
+// resident set it adds; cpu-ms/push is the process's CPU time (user and
+// system, server and clients) per pushed change. mode sotw is
 // Envoy's default ADS (each EDS ACK names every cluster again), delta its
 // DELTA_GRPC (ACKs name nothing).
 func BenchmarkXDSPush(b *testing.B) {
@@ -161,10 +193,10 @@ func BenchmarkXDSPush(b *testing.B) {
 func benchPush(b *testing.B, mode string, n int) {
 	{
 		{
-			base := heap()
+			base, baseRSS := heap(), rss()
 			reg := registry.New(registry.Options{})
 			names := benchFleet(b, reg, n)
-			regHeap := heap() - base
+			regHeap, regRSS := heap()-base, rss()-baseRSS
 
 			s := New(Config{ZonePriority: true, HeldAsUnhealthy: true})
 			b.Cleanup(s.Close)
@@ -203,6 +235,7 @@ func benchPush(b *testing.B, mode string, n int) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var worst time.Duration
+			cpu0 := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				app := fmt.Sprintf("APP-%04d", i%len(names))
 				in := inst(app, fmt.Sprintf("%s-new-%d", app, i), fmt.Sprintf("10.255.%d.%d", (i/250)%250, i%250+1), MetaZone, "z1")
@@ -218,14 +251,25 @@ func benchPush(b *testing.B, mode string, n int) {
 				worst = max(worst, time.Since(t0))
 			}
 			b.StopTimer()
+			cpu := cpuTime() - cpu0
 			// Measured after the pushes, when each in-process client holds
 			// only its last (small) answer: the heap beyond the registry's
 			// is the xDS server's (index, caches, marshalled resources,
 			// streams) and, unavoidably, the clients' few buffers.
 			xdsHeap := int64(heap()) - int64(base) - int64(regHeap)
+			xdsRSS := rss() - baseRSS - regRSS
+			if p := os.Getenv("XDS_BENCH_HEAPPROFILE"); p != "" {
+				// What the heap holds at this point, for go tool pprof.
+				if f, err := os.Create(fmt.Sprintf("%s.%s.%d", p, mode, n)); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
 			b.ReportMetric(worst.Seconds(), "worst-s/push")
 			// After the loop: ResetTimer drops metrics reported before it.
 			b.ReportMetric(float64(xdsHeap)/float64(regHeap), "xds-heap/registry-heap")
+			b.ReportMetric(float64(xdsRSS)/float64(regRSS), "xds-rss/registry-rss")
+			b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/push")
 			b.ReportMetric(float64(regHeap)/float64(n), "registry-B/instance")
 		}
 	}

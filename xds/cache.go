@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"strconv"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
@@ -80,40 +81,36 @@ func kindOf(n *core.Node) Kind {
 	return Envoy
 }
 
-// group is the caches of one groupKey: one LinearCache per type, so that a
-// change resends only the resources it touched, and a request naming some
-// resources (a gRPC client names the one listener it needs) is answered
-// with those, whatever else exists.
+// group is the caches of one groupKey: one typed cache per type, so that
+// a change resends only the resources it touched, and a request naming
+// some resources (a gRPC client names the one listener it needs) is
+// answered with those, whatever else exists.
 //
 // Only the assignments depend on the node's zone: the groups of one kind
 // share their kind's clusters, listeners and routes (one cache each, the
 // kindSet's), and a zone's assignment of a name is the zone-less one (the
-// same message) unless the name has endpoints in that zone, the only case
+// same bytes) unless the name has endpoints in that zone, the only case
 // where zone priority changes it. So a zone costs one EDS cache and the
 // assignments of the names it has endpoints of, not a copy of everything.
+//
+// The caches hold the resources marshalled, and are what a push compares
+// a rebuilt resource with: an equal one is not handed to them (a SotW CDS
+// answer is the full state, so resending equal clusters would cost
+// O(apps) per change per client). The messages are not kept.
 type group struct {
 	key    groupKey
 	opts   buildOptions
 	set    *kindSet
 	caches map[string]*typed // one per served type, fixed when the group is built: the kindSet's, and its own EDS
-	// last is the resources last handed to the caches, by type and name,
-	// to skip those a change rebuilt unchanged: LinearCache bumps its
-	// version on every update, and a SotW CDS answer is the full state, so
-	// resending equal clusters would cost O(apps) per change per client.
-	// The maps of the shared types are the kindSet's. Guarded by the
-	// namespace's lock.
-	last map[string]map[string]types.Resource
 }
 
 // kindSet is what the groups of one client kind share: the caches of the
-// zone-independent types (CDS, LDS, RDS), the zone-less assignments, the
-// names that have a cluster, and the groups themselves by zone.
+// zone-independent types (CDS, LDS, RDS), the names that have a cluster,
+// and the groups themselves by zone (the zone-less one holds the
+// zone-less assignments).
 type kindSet struct {
 	kind   Kind
 	caches map[string]*typed // CDS, LDS, RDS
-	// last is the resources last handed to the shared caches and the
-	// zone-less assignments (EDS), by type and name.
-	last map[string]map[string]types.Resource
 	// present is the names that have a cluster (and, for gRPC, a listener
 	// and route), to delete them when their last instance goes.
 	present map[string]bool
@@ -194,11 +191,22 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 		sp.groups[k] = ks.zones[""]
 		return ks.zones[""]
 	}
-	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, set: ks,
-		caches: maps.Clone(ks.caches), last: maps.Clone(ks.last)}
-	init := maps.Clone(ks.last[resource.EndpointType])
-	for name, r := range init {
-		init[name] = rezone(r.(*endpoint.ClusterLoadAssignment), k.zone)
+	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, set: ks, caches: maps.Clone(ks.caches)}
+	// The zone's assignments are the zone-less ones (shared) but for the
+	// names with endpoints in the zone, rebuilt with its priorities. A
+	// name that vanished keeps its empty assignment until the tick.
+	o := sp.optsLocked(ks.zones[""].opts)
+	init := ks.zones[""].cache(resource.EndpointType).snapshot()
+	for name := range init {
+		if !sp.idx.known(name) {
+			continue
+		}
+		cla := assignment(name, sp.idx.views(name), o)
+		if z := rezone(cla, k.zone); z != cla {
+			if a, err := marshalAny(resource.EndpointType, z); err == nil {
+				init[name] = a
+			}
+		}
 	}
 	sp.newEDSLocked(g, init)
 	ks.zones[k.zone] = g
@@ -207,11 +215,10 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 }
 
 // newEDSLocked gives g its own EDS cache, holding init.
-func (sp *space) newEDSLocked(g *group, init map[string]types.Resource) {
+func (sp *space) newEDSLocked(g *group, init map[string]*anypb.Any) {
 	t := newTyped(resource.EndpointType, init, sp.versionLocked())
 	sp.vers.add(t)
 	g.caches[resource.EndpointType] = t
-	g.last[resource.EndpointType] = maps.Clone(init)
 }
 
 // kindSetLocked returns the kindSet of kind, building it (and its
@@ -220,45 +227,54 @@ func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
 	if ks := sp.kinds[kind]; ks != nil {
 		return ks
 	}
-	ks := &kindSet{kind: kind, caches: map[string]*typed{}, last: map[string]map[string]types.Resource{}, present: map[string]bool{}, zones: map[string]*group{}}
-	init := map[string]map[string]types.Resource{}
+	ks := &kindSet{kind: kind, caches: map[string]*typed{}, present: map[string]bool{}, zones: map[string]*group{}}
+	init := map[string]map[string]*anypb.Any{}
 	for _, t := range served {
-		init[t] = map[string]types.Resource{}
+		init[t] = map[string]*anypb.Any{}
 	}
 	base := buildOptions{kind: kind, heldAsUnhealthy: heldAsUnhealthy}
 	o := sp.optsLocked(base)
 	for name := range sp.idx.names() {
 		r := build(name, sp.idx.views(name), o)
-		r.into(init, name)
+		for t, m := range r.each() {
+			// A resource that cannot be marshalled (a string that is not
+			// UTF-8) is left out; the next push of its name says why.
+			if a, err := marshalAny(t, m); err == nil {
+				init[t][name] = a
+			}
+		}
 		if r.cluster != nil {
 			ks.present[name] = true
 		}
 	}
 	for _, t := range served {
-		ks.last[t] = init[t]
 		if t != resource.EndpointType {
-			ks.caches[t] = newTyped(t, maps.Clone(init[t]), sp.versionLocked())
+			ks.caches[t] = newTyped(t, init[t], sp.versionLocked())
 			sp.vers.add(ks.caches[t])
 		}
 	}
-	// The zone-less group holds the zone-less assignments (in a map of
-	// its own: what its cache holds, compared with what a push builds).
-	g := &group{key: groupKey{ns: sp.name, kind: kind}, opts: base, set: ks, caches: maps.Clone(ks.caches), last: maps.Clone(ks.last)}
+	g := &group{key: groupKey{ns: sp.name, kind: kind}, opts: base, set: ks, caches: maps.Clone(ks.caches)}
 	sp.newEDSLocked(g, init[resource.EndpointType])
 	ks.zones[""] = g
 	sp.kinds[kind] = ks
 	return ks
 }
 
-// into adds r's resources to m, by type URL.
-func (r resources) into(m map[string]map[string]types.Resource, name string) {
-	m[resource.EndpointType][name] = r.cla
-	if r.cluster != nil {
-		m[resource.ClusterType][name] = r.cluster
-	}
-	if r.listener != nil {
-		m[resource.ListenerType][name] = r.listener
-		m[resource.RouteType][name] = r.route
+// each yields r's resources by type URL.
+func (r resources) each() iter.Seq2[string, proto.Message] {
+	return func(yield func(string, proto.Message) bool) {
+		if !yield(resource.EndpointType, r.cla) {
+			return
+		}
+		if r.cluster != nil && !yield(resource.ClusterType, r.cluster) {
+			return
+		}
+		if r.listener != nil {
+			if !yield(resource.ListenerType, r.listener) {
+				return
+			}
+			yield(resource.RouteType, r.route)
+		}
 	}
 }
 
@@ -285,62 +301,71 @@ func (sp *space) pushLocked(touched map[string]struct{}, at time.Time) (err erro
 }
 
 // pushKindLocked rebuilds the touched names (views) for one kind: its
-// shared caches once, then each zone's assignments, reusing the zone-less
-// one where the zone does not change it.
+// shared caches once, then each zone's assignments, sharing the zone-less
+// one's bytes where the zone does not change it.
 func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseView, version string, at time.Time) (err error) {
 	base := sp.optsLocked(ks.zones[""].opts)
-	upd := map[string]map[string]types.Resource{}
+	upd := map[string]map[string]*anypb.Any{}
 	for _, t := range served {
-		upd[t] = map[string]types.Resource{}
+		upd[t] = map[string]*anypb.Any{}
 	}
 	var del []string
+	clas := make(map[string]*endpoint.ClusterLoadAssignment, len(views))
 	for name, vs := range views {
 		r := build(name, vs, base)
-		r.into(upd, name)
 		if r.cluster == nil && ks.present[name] {
 			del = append(del, name)
 			delete(ks.present, name)
 		} else if r.cluster != nil {
 			ks.present[name] = true
 		}
+		for t, m := range r.each() {
+			a, e := marshalAny(t, m)
+			if e != nil {
+				err = errors.Join(err, fmt.Errorf("%s: %w", name, e))
+				continue
+			}
+			if t == resource.EndpointType {
+				clas[name] = r.cla
+				upd[t][name] = a // the zone-less assignment, compared per zone below
+			} else if !ks.caches[t].holds(name, a.GetValue()) {
+				upd[t][name] = a
+			}
+		}
 	}
 	for _, t := range served {
 		// An assignment is not deleted here: an empty one replaces it
 		// (see build), and a tick deletes it later (tickLocked).
+		if t == resource.EndpointType {
+			continue
+		}
 		var d []string
-		if t == resource.ClusterType || ks.kind == GRPC && t != resource.EndpointType {
+		if t == resource.ClusterType || ks.kind == GRPC {
 			d = del
 		}
-		for name, r := range upd[t] {
-			if old, ok := ks.last[t][name]; ok && proto.Equal(old, r) {
-				delete(upd[t], name)
-				if t == resource.EndpointType {
-					upd[t][name] = old // unchanged: the zones compare with the message they hold
-				}
-			} else {
-				ks.last[t][name] = r
-			}
-		}
-		for _, name := range d {
-			delete(ks.last[t], name)
-		}
-		if t == resource.EndpointType || len(upd[t]) == 0 && len(d) == 0 {
+		if len(upd[t]) == 0 && len(d) == 0 {
 			continue
 		}
 		err = errors.Join(err, ks.caches[t].update(upd[t], d, version, at))
 	}
 	for zone, g := range ks.zones {
-		eds := map[string]types.Resource{}
-		for name := range views {
-			r := types.Resource(rezone(upd[resource.EndpointType][name].(*endpoint.ClusterLoadAssignment), zone))
-			if old, ok := g.last[resource.EndpointType][name]; ok && (old == r || proto.Equal(old, r)) {
-				continue
+		c := g.cache(resource.EndpointType)
+		eds := map[string]*anypb.Any{}
+		for name, cla := range clas {
+			a := upd[resource.EndpointType][name]
+			if z := rezone(cla, zone); z != cla {
+				var e error
+				if a, e = marshalAny(resource.EndpointType, z); e != nil {
+					err = errors.Join(err, fmt.Errorf("%s: %w", name, e))
+					continue
+				}
 			}
-			g.last[resource.EndpointType][name] = r
-			eds[name] = r
+			if !c.holds(name, a.GetValue()) {
+				eds[name] = a
+			}
 		}
 		if len(eds) > 0 {
-			err = errors.Join(err, g.cache(resource.EndpointType).update(eds, nil, version, at))
+			err = errors.Join(err, c.update(eds, nil, version, at))
 		}
 	}
 	return err
@@ -360,13 +385,7 @@ func (sp *space) tickLocked(at time.Time) (err error) {
 		return nil
 	}
 	for _, ks := range sp.kinds {
-		for _, name := range del {
-			delete(ks.last[resource.EndpointType], name)
-		}
 		for _, g := range ks.zones {
-			for _, name := range del {
-				delete(g.last[resource.EndpointType], name)
-			}
 			err = errors.Join(err, g.cache(resource.EndpointType).update(nil, del, sp.versionLocked(), at))
 		}
 	}
@@ -404,7 +423,8 @@ func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch 
 	// The request is the stream's own (go-control-plane hands it on to
 	// the response callback, which reads only its node).
 	req.VersionInfo = c.cacheVersion(req.GetVersionInfo())
-	return c.CreateWatch(req, sub, ch)
+	sk, keyed := rt.s.streamOf(req, c)
+	return c.watch(sk, keyed, req, sub, ch)
 }
 
 func (rt router) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
@@ -412,7 +432,8 @@ func (rt router) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscri
 	if err != nil {
 		return nil, err
 	}
-	return c.CreateDeltaWatch(req, sub, ch)
+	sk, keyed := rt.s.streamOf(req, c)
+	return c.watchDelta(sk, keyed, req, sub, ch)
 }
 
 // Fetch is the REST form, not served yet.

@@ -26,12 +26,21 @@
 //     metadata goreka.namespace=NAME (default otherwise); the kind is gRPC
 //     when the node's user_agent_name says gRPC (grpc-go sends "gRPC Go"),
 //     Envoy otherwise; metadata goreka.client=grpc|envoy overrides.
-//   - Each group keeps one go-control-plane LinearCache per resource type,
-//     not a snapshot: a change rebuilds and resends only the names of the
-//     application it touched, and a request naming one resource (a gRPC
-//     client asks for the one listener it needs) is answered with it,
-//     which the snapshot cache in ADS mode does not do while the snapshot
-//     holds other resources of that type.
+//   - Each group keeps one cache per resource type (typed.go), goreka's
+//     own cachev3.Cache rather than go-control-plane's LinearCache, which
+//     answered every response by walking and cloning the stream's whole
+//     subscription (O(names) per stream per change). A change rebuilds
+//     the names of the application it touched, each resource is
+//     marshalled once and its bytes shared by every stream, an index
+//     name -> streams wakes only the streams subscribed to it (wildcard
+//     ones without scanning theirs), and each stream's state is kept
+//     across its watches (the router binds each request to its stream),
+//     so that an ACK costs no re-registration. State-of-the-world EDS and
+//     RDS answers carry just the changed resources (the protocol allows
+//     it); CDS and LDS ones every subscribed resource (it requires it). A
+//     request naming one resource (a gRPC client asks for the one
+//     listener it needs) is answered with it, which the snapshot cache in
+//     ADS mode does not do while the snapshot holds others of its type.
 //   - Each attached namespace is fed from its registry's ordered change
 //     stream (registry.Subscribe), as the read API's index is: a view at
 //     subscription, then the events in revision order, batched while they

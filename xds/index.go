@@ -10,6 +10,21 @@ import (
 
 type instKey struct{ app, id string }
 
+// held is what the index keeps of a lease: what the resources are built
+// from (a LeaseView is ~200 bytes of timestamps xDS does not read).
+type held struct {
+	in   *registry.Instance
+	rev  int64
+	down registry.DownCause
+}
+
+func holdOf(v registry.LeaseView) held { return held{v.Instance, v.Revision, v.DownBy} }
+
+// view is h as the lease view build takes.
+func (h held) view() registry.LeaseView {
+	return registry.LeaseView{Instance: h.in, Revision: h.rev, DownBy: h.down}
+}
+
 // index is a namespace's instances as of a revision, with the names each
 // one is reachable under: its lower-cased application name and each of its
 // VIP address pieces. A name's endpoints are the union of the instances
@@ -19,7 +34,7 @@ type instKey struct{ app, id string }
 // namespace's lock.
 type index struct {
 	rev    int64
-	insts  map[instKey]registry.LeaseView
+	insts  map[instKey]held
 	byName map[string]map[instKey]struct{}
 	// expired is the leases the last sweep found past their expiry
 	// (renewals are no events: only a sweep of the registry sees them stop).
@@ -32,7 +47,7 @@ type index struct {
 }
 
 func newIndex() *index {
-	return &index{insts: map[instKey]registry.LeaseView{}, byName: map[string]map[instKey]struct{}{}, expired: map[instKey]struct{}{}}
+	return &index{insts: map[instKey]held{}, byName: map[string]map[instKey]struct{}{}, expired: map[instKey]struct{}{}}
 }
 
 // setExpired replaces the expired set with keys and adds the names of the
@@ -44,7 +59,7 @@ func (x *index) setExpired(keys []registry.InstanceKey, touched map[string]struc
 	}
 	mark := func(k instKey) {
 		if v, ok := x.insts[k]; ok {
-			for _, n := range namesOf(v.Instance) {
+			for _, n := range namesOf(v.in) {
 				touched[n] = struct{}{}
 			}
 		}
@@ -93,7 +108,7 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 	}
 	x.put(k, e.Lease.Instance, touched)
 	if e.Lease.Instance != nil {
-		x.insts[k] = e.Lease
+		x.insts[k] = holdOf(e.Lease)
 	}
 }
 
@@ -101,7 +116,7 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 // removes it), adding both to touched. The caller stores the lease.
 func (x *index) put(k instKey, in *registry.Instance, touched map[string]struct{}) {
 	if old, ok := x.insts[k]; ok {
-		for _, n := range namesOf(old.Instance) {
+		for _, n := range namesOf(old.in) {
 			touched[n] = struct{}{}
 			if s := x.byName[n]; s != nil {
 				delete(s, k)
@@ -140,7 +155,7 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 		for _, v := range app.Instances {
 			k := instKey{strings.ToUpper(app.Name), v.Instance.ID()}
 			x.put(k, v.Instance, touched)
-			x.insts[k] = v
+			x.insts[k] = holdOf(v)
 		}
 	}
 }
@@ -152,7 +167,7 @@ func (x *index) views(name string) []registry.LeaseView {
 	r := x.remote[name]
 	out := make([]registry.LeaseView, 0, len(s)+len(r))
 	for k := range s {
-		out = append(out, x.insts[k])
+		out = append(out, x.insts[k].view())
 	}
 	return append(out, r...)
 }

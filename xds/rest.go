@@ -12,7 +12,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -121,7 +120,7 @@ var errNotModified = errors.New("xds: not modified")
 
 // fetch answers one REST request from its node's group: the resources it
 // names (all of the type when it names none), at the revision of the
-// cache's last update.
+// cache's last update: the cache's bytes, as the gRPC port sends them.
 func (s *Server) fetch(req *discovery.DiscoveryRequest) (*discovery.DiscoveryResponse, error) {
 	g, err := s.group(req.GetNode())
 	if err != nil {
@@ -129,38 +128,17 @@ func (s *Server) fetch(req *discovery.DiscoveryRequest) (*discovery.DiscoveryRes
 	}
 	sp := s.spaceOf(g.key.ns)
 	sp.mu.Lock()
-	t := g.cache(req.GetTypeUrl())
-	version := t.latest()
+	picked, version := g.cache(req.GetTypeUrl()).pick(req.GetResourceNames())
+	sp.mu.Unlock()
 	if req.GetVersionInfo() == version {
-		sp.mu.Unlock()
 		return nil, errNotModified
 	}
-	var picked []types.Resource
-	last := g.last[req.GetTypeUrl()]
-	if names := req.GetResourceNames(); len(names) > 0 {
-		for _, n := range names {
-			if r, ok := last[n]; ok {
-				picked = append(picked, r)
-			}
-		}
-	} else {
-		for _, r := range last {
-			picked = append(picked, r)
-		}
-	}
-	sp.mu.Unlock()
 	if req.GetTypeUrl() == resource.ClusterType {
-		picked = restClusters(picked, req.GetNode())
-	}
-	out := &discovery.DiscoveryResponse{VersionInfo: version, TypeUrl: req.GetTypeUrl(), Resources: make([]*anypb.Any, 0, len(picked))}
-	for _, r := range picked {
-		a, err := anypb.New(proto.Message(r))
-		if err != nil {
+		if picked, err = restClusters(picked, req.GetNode()); err != nil {
 			return nil, err
 		}
-		out.Resources = append(out.Resources, a)
 	}
-	return out, nil
+	return &discovery.DiscoveryResponse{VersionInfo: version, TypeUrl: req.GetTypeUrl(), Resources: picked}, nil
 }
 
 // Node metadata of a REST-polling Envoy.
@@ -178,7 +156,7 @@ const (
 // and it cannot be told "the same server" (SelfConfigSource is not
 // implemented by Envoy), so the node names the cluster it reaches goreka
 // by. The clusters are copies: the cached ones are shared.
-func restClusters(in []types.Resource, n *core.Node) []types.Resource {
+func restClusters(in []*anypb.Any, n *core.Node) ([]*anypb.Any, error) {
 	md := n.GetMetadata().GetFields()
 	name := md[NodeRESTCluster].GetStringValue()
 	if name == "" {
@@ -195,13 +173,19 @@ func restClusters(in []types.Resource, n *core.Node) []types.Resource {
 			ClusterNames: []string{name}, RefreshDelay: durationpb.New(delay),
 		}},
 	}
-	out := make([]types.Resource, len(in))
-	for i, r := range in {
-		c := proto.Clone(r).(*cluster.Cluster)
+	out := make([]*anypb.Any, len(in))
+	for i, a := range in {
+		c := &cluster.Cluster{}
+		if err := proto.Unmarshal(a.GetValue(), c); err != nil {
+			return nil, err
+		}
 		c.GetEdsClusterConfig().EdsConfig = src
-		out[i] = c
+		var err error
+		if out[i], err = marshalAny(resource.ClusterType, c); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // spaceOf is the attached namespace ns (nil if none).

@@ -85,6 +85,15 @@ type Server struct {
 	users   map[streamKey]identity    // the authenticated user of each stream (with Identify)
 	counts  map[[2]string]int         // goreka_xds_clients by kind and namespace
 
+	// bound is the stream of each request the callbacks let through,
+	// until the router's watch takes it (streamOf): the caches keep a
+	// stream's state across its watches by it. boundBy is the request of
+	// each stream, so that one no watch follows (a stale nonce) is
+	// replaced by the next rather than kept.
+	bindMu  sync.Mutex
+	bound   map[any]streamKey
+	boundBy map[streamKey]any
+
 	// synced, when set (tests), is called after each update of a
 	// namespace's resources with the revision they are at.
 	synced func(ns string, rev int64)
@@ -122,6 +131,8 @@ func New(cfg Config) *Server {
 		streams: map[streamKey]*streamInfo{},
 		users:   map[streamKey]identity{},
 		counts:  map[[2]string]int{},
+		bound:   map[any]streamKey{},
+		boundBy: map[streamKey]any{},
 		clients: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goreka_xds_clients", Help: "xDS streams by client kind and namespace."}, []string{"kind", "namespace"}),
 		pushes:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_pushes_total", Help: "xDS responses sent, by resource type."}, []string{"type"}),
 		nacks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goreka_xds_nacks_total", Help: "xDS responses a client rejected, by resource type."}, []string{"type"}),
@@ -471,6 +482,55 @@ type streamInfo struct {
 	// lastSent is when the last response of each type was sent: a
 	// response whose change came later is a push, and its latency counts.
 	lastSent map[string]time.Time
+	// caches is the cache of each type the stream has watched, which
+	// keeps its state until the stream closes.
+	caches map[string]*typed
+}
+
+// bind records that req (a *DiscoveryRequest or *DeltaDiscoveryRequest)
+// is stream sk's, for the watch that follows it.
+func (s *Server) bind(sk streamKey, req any) {
+	s.bindMu.Lock()
+	defer s.bindMu.Unlock()
+	if old, ok := s.boundBy[sk]; ok {
+		delete(s.bound, old)
+	}
+	s.bound[req] = sk
+	s.boundBy[sk] = req
+}
+
+// streamOf is the stream of req, whose watch is being made on c, and
+// records c as that stream's cache of its type; false when the stream is
+// not known (a watch made outside the server's streams, or before the
+// stream's node was seen), whose state the cache then keeps for that
+// one watch only.
+func (s *Server) streamOf(req any, c *typed) (streamKey, bool) {
+	s.bindMu.Lock()
+	sk, ok := s.bound[req]
+	if ok {
+		delete(s.bound, req)
+		delete(s.boundBy, sk)
+	}
+	s.bindMu.Unlock()
+	if !ok {
+		return streamKey{}, false
+	}
+	s.mu.Lock()
+	si := s.streams[sk]
+	if si == nil {
+		s.mu.Unlock()
+		return streamKey{}, false
+	}
+	if si.caches == nil {
+		si.caches = map[string]*typed{}
+	}
+	old := si.caches[c.typeURL]
+	si.caches[c.typeURL] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.forget(sk) // the node moved the stream to another group
+	}
+	return sk, true
 }
 
 func (s *Server) now() time.Time { return s.cfg.Now() }
@@ -519,7 +579,16 @@ func (s *Server) closed(sk streamKey) {
 		}
 	}
 	s.mu.Unlock()
+	s.bindMu.Lock()
+	if req, ok := s.boundBy[sk]; ok {
+		delete(s.bound, req)
+		delete(s.boundBy, sk)
+	}
+	s.bindMu.Unlock()
 	if si != nil {
+		for _, c := range si.caches {
+			c.forget(sk)
+		}
 		s.log.Info("xds client disconnected", "node", si.node.GetId(), "kind", si.key.kind.String(), "namespace", si.key.ns, "stream", sk.id, "delta", sk.delta)
 	}
 }
@@ -549,6 +618,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			}
 			s.requested(sk, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
+			s.bind(sk, req)
 			return nil
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
@@ -563,6 +633,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			}
 			s.requested(sk, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
+			s.bind(sk, req)
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {

@@ -4,11 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 )
 
 // Versions. A client is sent version_info = the registry revision of the
@@ -17,9 +13,8 @@ import (
 // expiry sweep that changed health at that revision, since a lease that
 // stops renewing makes no registry change), so that an operator
 // can compare an Envoy's config_dump or a dashboard's "last ACKed" with the
-// registry's revision. go-control-plane's LinearCache numbers its own
-// updates (prefix + counter); each cache here has a prefix of its own, and
-// records the revision of each of its updates, so that a response's cache
+// registry's revision. Each cache (typed.go) numbers its own updates
+// (prefix + counter), with a prefix of its own, and records the revision of each of its updates, so that a response's cache
 // version is rewritten to the revision just before it is sent (the
 // server's response callbacks), and the revision a client sends back is
 // turned into a version of the cache's prefix again (router.CreateWatch).
@@ -29,17 +24,6 @@ import (
 // ever looked up.
 const revisionRing = 64
 
-// typed is the cache of one type for one group, with the revision of each
-// of its updates.
-type typed struct {
-	*cachev3.LinearCache
-	prefix string
-
-	mu   sync.Mutex
-	n    uint64               // the LinearCache's update counter
-	revs [revisionRing]update // update i at i % revisionRing
-}
-
 // update is what a cache update stands for: its version (the revision)
 // and when the feeder received the change that made it.
 type update struct {
@@ -47,56 +31,11 @@ type update struct {
 	at      time.Time
 }
 
-// cacheSeq numbers caches, to give each a prefix of its own.
-var cacheSeq atomic.Uint64
-
-// newTyped returns the cache of typeURL holding init, at version rev.
-func newTyped(typeURL string, init map[string]types.Resource, rev string) *typed {
-	t := &typed{prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-"}
-	t.revs[0] = update{version: rev}
-	t.LinearCache = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(t.prefix), cachev3.WithLogger(nopLogger), cachev3.WithInitialResources(init))
-	return t
-}
-
-// update hands the cache a change made at version rev. The version is
-// recorded before the cache numbers the update, so that every version a
-// response can carry has its revision. Calls are serialised by the
-// namespace's lock, as the LinearCache's counter is.
-func (t *typed) update(upd map[string]types.Resource, del []string, rev string, at time.Time) error {
-	t.mu.Lock()
-	t.n++
-	t.revs[t.n%revisionRing] = update{rev, at}
-	t.mu.Unlock()
-	return t.UpdateResources(upd, del)
-}
-
-// revisionOf is the revision of cache version v ("" and false when v is not
-// one of this cache's or is too old to be remembered).
-func (t *typed) revisionOf(v string) (update, bool) {
-	n, err := strconv.ParseUint(strings.TrimPrefix(v, t.prefix), 10, 64)
-	if err != nil || !strings.HasPrefix(v, t.prefix) {
-		return update{}, false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n > t.n || t.n-n >= revisionRing {
-		return update{}, false
-	}
-	return t.revs[n%revisionRing], true
-}
-
-// latest is the version of the cache's last update.
-func (t *typed) latest() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.revs[t.n%revisionRing].version
-}
-
 // cacheVersion turns the version a client sent (a revision, as it was
-// sent) into one the LinearCache takes for its own: a revision it has
+// sent) into one the cache takes for its own: a revision it has
 // reached. Anything else (empty, another server's, a revision ahead of
 // this process: a client of a previous goreka) is left as it is, and the
-// cache answers with its full state, as it does a new client.
+// cache answers even when nothing is due, as it does a new client.
 func (t *typed) cacheVersion(v string) string {
 	r, ok := leadingRevision(v)
 	if l, _ := leadingRevision(t.latest()); !ok || r > l {

@@ -1,0 +1,821 @@
+package xds
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// typed is the cache of one resource type for one group: goreka's own
+// cachev3.Cache (go-control-plane's server keeps the protocol: streams,
+// nonces, ACKs), built so that one change costs what it touches, not what
+// each stream is subscribed to. go-control-plane's LinearCache answers each
+// response by walking and cloning the stream's whole subscription, and
+// re-registers every subscribed name on each SotW ACK; at 2,000 names and
+// 100 streams that was most of a push's time. Here:
+//
+//   - each resource is held marshalled, once (entry.any), and the same
+//     bytes go to every stream and response; the messages are not kept;
+//   - a stream's state (watcher) outlives its watches: go-control-plane
+//     opens a new watch on every request, and the watcher of a known
+//     stream (router binds the request to its stream) only diffs the
+//     subscription (delta: by the request's own subscribe and unsubscribe
+//     lists) instead of registering every name again;
+//   - an index name -> watchers finds the streams a change concerns; the
+//     wildcard ones are a set, woken without scanning what they hold;
+//   - a change marks the name pending on each of those watchers, and a
+//     watcher with an open watch is answered with its pending names only
+//     (SotW EDS and RDS carry just the changed resources, as the protocol
+//     allows; SotW CDS and LDS carry every subscribed resource, as it
+//     requires); a watcher between a response and its ACK keeps them
+//     pending until its next watch.
+//
+// Its version is prefix + the update counter; the revision ring turns one
+// into the registry revision it stands for (version.go).
+type typed struct {
+	typeURL string
+	// full: a state-of-the-world answer carries every subscribed resource
+	// (CDS, LDS), not only the changed ones.
+	full   bool
+	prefix string
+
+	mu   sync.Mutex
+	n    uint64               // the update counter
+	cur  string               // prefix + n, the version of the answers of update n
+	revs [revisionRing]update // update i at i % revisionRing
+	res  map[string]*entry
+	// byName is the watchers subscribed to each name, wild the wildcard
+	// ones, streams the watchers of known streams.
+	byName  map[string]map[*watcher]struct{}
+	wild    map[*watcher]struct{}
+	streams map[streamKey]*watcher
+	// all is every resource at update n (a wildcard SotW answer of a
+	// full-state type, shared by the streams), nil until asked for.
+	all []*anypb.Any
+	// touched is the watchers an update marked (scratch).
+	touched []*watcher
+}
+
+// entry is one resource: marshalled once, with the update that set it.
+type entry struct {
+	any *anypb.Any
+	ver uint64
+	// delta is its delta form, made on first use and then shared.
+	delta *discovery.Resource
+}
+
+// What a watcher knows the client holds of a name is kept as a mark: 0
+// nothing, the entry's update + 1 that update's resource, foreign one whose
+// version the client sent but is not this cache's (known to the client,
+// to be sent again).
+const foreign = math.MaxUint64
+
+// markOf is the mark of having been sent e.
+func markOf(e *entry) uint64 { return e.ver + 1 }
+
+// watcher is one stream's subscription to one typed cache, with its open
+// watch if any.
+type watcher struct {
+	key      streamKey
+	keyed    bool // a known stream's: kept across its watches until the stream closes
+	wildcard bool
+	// names is the names subscribed to, each with what the client was sent
+	// of it (a mark; 0: nothing yet): one map for both, as a stream holds
+	// as many names as it subscribes to (2,000 at 100k instances).
+	names map[string]uint64
+	// extra is the marks of names held but not subscribed by name (a
+	// wildcard's), nil until one is.
+	extra map[string]uint64
+	// pending is the names changed (or newly subscribed) since the last
+	// answer, to look at on the next one.
+	pending map[string]struct{}
+	mark    uint64 // the update that last put it in touched
+
+	seq uint64 // numbers its watches, so that an old watch's cancel leaves the new one
+	// last is a keyed SotW stream's last answer: the server drops an
+	// answer still queued when a request of its type arrives first (it
+	// replaces the watch's channel), so the next watch undoes what an
+	// answer that was never sent recorded. redo makes the next answer of
+	// a whole-type stream be sent whatever is pending.
+	last  *sotwResponse
+	redo  bool
+	open  bool
+	fresh bool // answer even when nothing changed (a first request)
+	req   *cachev3.Request
+	ch    chan cachev3.Response
+	dreq  *cachev3.DeltaRequest
+	dch   chan cachev3.DeltaResponse
+	// returned is what a keyed delta stream's server-side subscription
+	// holds as returned resources: the server writes to it on
+	// unsubscriptions; this cache keeps its own state in names and extra.
+	returned map[string]string
+}
+
+var (
+	_ cachev3.Cache         = (*typed)(nil)
+	_ cachev3.Response      = (*sotwResponse)(nil)
+	_ cachev3.DeltaResponse = (*deltaResponse)(nil)
+)
+
+// noneReturned is the returned resources a keyed SotW stream's server-side
+// subscription is given: empty, so that the server's per-request pruning
+// of it (against the names the request lists) costs nothing; never
+// written to (the server deletes only the entries it holds).
+var noneReturned = map[string]string{}
+
+// cacheSeq numbers caches, to give each a prefix of its own.
+var cacheSeq atomic.Uint64
+
+// newTyped returns the cache of typeURL holding init, at version rev.
+func newTyped(typeURL string, init map[string]*anypb.Any, rev string) *typed {
+	t := &typed{
+		typeURL: typeURL, full: cachev3.ResourceRequiresFullStateInSotw(typeURL),
+		prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-",
+		res:    make(map[string]*entry, len(init)),
+		byName: map[string]map[*watcher]struct{}{}, wild: map[*watcher]struct{}{}, streams: map[streamKey]*watcher{},
+	}
+	t.cur = t.prefix + "0"
+	t.revs[0] = update{version: rev}
+	for name, a := range init {
+		t.res[name] = &entry{any: a}
+	}
+	return t
+}
+
+// marshalOptions make equal messages equal bytes, which is how a rebuilt
+// resource is told from the one held (holds).
+var marshalOptions = proto.MarshalOptions{Deterministic: true}
+
+// marshalAny is m as a resource of typeURL.
+func marshalAny(typeURL string, m proto.Message) (*anypb.Any, error) {
+	b, err := marshalOptions.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("xds: marshalling %s: %w", typeName(typeURL), err)
+	}
+	return &anypb.Any{TypeUrl: typeURL, Value: b}, nil
+}
+
+// update hands the cache a change made at version rev (the registry
+// revision) received at at: the resources of upd replace or add theirs,
+// those of del go. Every stream subscribed to one of those names is
+// marked, and those with an open watch are answered.
+func (t *typed) update(upd map[string]*anypb.Any, del []string, rev string, at time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n++
+	t.revs[t.n%revisionRing] = update{rev, at}
+	t.cur = t.prefix + strconv.FormatUint(t.n, 10)
+	t.all = nil
+	t.touched = t.touched[:0]
+	for name, a := range upd {
+		t.res[name] = &entry{any: a, ver: t.n}
+		t.touch(name)
+	}
+	for _, name := range del {
+		if _, ok := t.res[name]; ok {
+			delete(t.res, name)
+			t.touch(name)
+		}
+	}
+	for _, w := range t.touched {
+		if w.open {
+			t.respond(w)
+		}
+	}
+	clear(t.touched)
+	return nil
+}
+
+// touch marks name pending on the watchers it concerns.
+func (t *typed) touch(name string) {
+	mark := func(w *watcher) {
+		w.pending[name] = struct{}{}
+		if w.mark != t.n {
+			w.mark = t.n
+			t.touched = append(t.touched, w)
+		}
+	}
+	for w := range t.byName[name] {
+		mark(w)
+	}
+	for w := range t.wild {
+		mark(w)
+	}
+}
+
+// holds tells whether the cache holds b as name.
+func (t *typed) holds(name string, b []byte) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.res[name]
+	return e != nil && bytes.Equal(e.any.GetValue(), b)
+}
+
+// snapshot is every resource held, by name.
+func (t *typed) snapshot() map[string]*anypb.Any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]*anypb.Any, len(t.res))
+	for name, e := range t.res {
+		out[name] = e.any
+	}
+	return out
+}
+
+// pick is the resources of names (every resource when names is empty),
+// with the version of the cache's last update.
+func (t *typed) pick(names []string) ([]*anypb.Any, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*anypb.Any
+	if len(names) == 0 {
+		out = make([]*anypb.Any, 0, len(t.res))
+		for _, e := range t.res {
+			out = append(out, e.any)
+		}
+	}
+	for _, n := range names {
+		if e, ok := t.res[n]; ok {
+			out = append(out, e.any)
+		}
+	}
+	return out, t.revs[t.n%revisionRing].version
+}
+
+// GetResources is every resource held, decoded (tests and tools; the
+// cache keeps the bytes only).
+func (t *typed) GetResources() map[string]types.Resource {
+	out := map[string]types.Resource{}
+	for name, a := range t.snapshot() {
+		if m, err := a.UnmarshalNew(); err == nil {
+			out[name] = m
+		}
+	}
+	return out
+}
+
+// CreateWatch is a state-of-the-world watch of a stream the cache does
+// not know (router.CreateWatch binds the streams it knows): its state is
+// the subscription's, and it is dropped after its one answer.
+func (t *typed) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
+	return t.watch(streamKey{}, false, req, sub, ch)
+}
+
+// CreateDeltaWatch is CreateWatch's delta form.
+func (t *typed) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+	return t.watchDelta(streamKey{}, false, req, sub, ch)
+}
+
+// Fetch is not served from here (the REST form is rest.go's).
+func (t *typed) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+	return nil, errors.New("xds: fetch is served by the REST handler")
+}
+
+func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
+	if req.GetTypeUrl() != t.typeURL {
+		return nil, fmt.Errorf("xds: request type %s on the cache of %s", req.GetTypeUrl(), t.typeURL)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.watcherOf(sk, keyed, sub)
+	if w == nil {
+		w = t.newWatcher(sk, keyed, sub)
+	} else {
+		if l := w.last; l != nil && !l.delivered.Load() {
+			for _, u := range l.undo {
+				if u.m == 0 {
+					w.forgetKnown(u.name)
+				} else {
+					w.setKnown(u.name, u.m)
+				}
+				w.pending[u.name] = struct{}{}
+			}
+			w.redo = w.redo || l.whole
+		}
+		w.last = nil
+		t.setWildcard(w, sub.IsWildcard())
+		// After the additions w.names holds every requested name, so the
+		// two sets are equal when their sizes are.
+		s := sub.SubscribedResources()
+		for name := range s {
+			if _, ok := w.names[name]; !ok {
+				t.register(w, name)
+			}
+		}
+		if len(w.names) != len(s) {
+			for name := range w.names {
+				if _, ok := s[name]; !ok {
+					t.unregister(w, name)
+				}
+			}
+		}
+	}
+	v := req.GetVersionInfo()
+	w.req, w.ch, w.dreq, w.dch = req, ch, nil, nil
+	w.fresh = v == "" || !strings.HasPrefix(v, t.prefix)
+	return t.open(w), nil
+}
+
+func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+	if req.GetTypeUrl() != t.typeURL {
+		return nil, fmt.Errorf("xds: request type %s on the cache of %s", req.GetTypeUrl(), t.typeURL)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.watcherOf(sk, keyed, sub)
+	if w == nil {
+		w = t.newWatcher(sk, keyed, sub)
+		w.returned = map[string]string{}
+	} else {
+		// The server applied the request's lists to its subscription; the
+		// watcher applies the same lists, not a diff of everything.
+		for _, name := range req.GetResourceNamesSubscribe() {
+			if _, ok := w.names[name]; !ok && name != "*" {
+				t.register(w, name)
+			}
+		}
+		for _, name := range req.GetResourceNamesUnsubscribe() {
+			if name == "*" {
+				continue
+			}
+			if _, ok := w.names[name]; ok {
+				t.unregister(w, name)
+			}
+			if !w.wildcard {
+				w.forgetKnown(name) // the client dropped it: nothing to say
+			} else {
+				// Still wanted through the wildcard: the protocol says
+				// send it again (or say it is gone).
+				if _, ok := w.known(name); ok {
+					w.setKnown(name, foreign)
+				}
+				w.pending[name] = struct{}{}
+			}
+		}
+		t.setWildcard(w, sub.IsWildcard())
+		clear(w.returned)
+	}
+	w.req, w.ch, w.dreq, w.dch = nil, nil, req, ch
+	w.fresh = w.wildcard && req.GetResponseNonce() == ""
+	return t.open(w), nil
+}
+
+// watcherOf is the watcher of stream sk (nil: a new one is needed).
+func (t *typed) watcherOf(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
+	if !keyed {
+		return nil
+	}
+	return t.streams[sk]
+}
+
+// newWatcher is the watcher of a stream's first watch (or of an unknown
+// stream's watch), from its subscription: everything it subscribes to and
+// everything it says it holds is pending.
+func (t *typed) newWatcher(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
+	w := &watcher{key: sk, keyed: keyed, names: map[string]uint64{}, pending: map[string]struct{}{}}
+	for name := range sub.SubscribedResources() {
+		t.register(w, name)
+	}
+	for name, v := range sub.ReturnedResources() {
+		w.setKnown(name, t.entryMark(v))
+		w.pending[name] = struct{}{}
+	}
+	t.setWildcard(w, sub.IsWildcard())
+	if keyed {
+		t.streams[sk] = w
+	}
+	return w
+}
+
+// setWildcard makes w wildcard or not; becoming one puts every resource
+// pending, ceasing to be one every name it holds only through it.
+func (t *typed) setWildcard(w *watcher, on bool) {
+	if on == w.wildcard {
+		return
+	}
+	w.wildcard = on
+	if on {
+		t.wild[w] = struct{}{}
+		for name := range t.res {
+			w.pending[name] = struct{}{}
+		}
+		return
+	}
+	delete(t.wild, w)
+	for name := range w.extra {
+		w.pending[name] = struct{}{}
+	}
+}
+
+func (t *typed) register(w *watcher, name string) {
+	s := t.byName[name]
+	if s == nil {
+		s = map[*watcher]struct{}{}
+		t.byName[name] = s
+	}
+	s[w] = struct{}{}
+	w.names[name] = w.extra[name]
+	delete(w.extra, name)
+	w.pending[name] = struct{}{}
+}
+
+// unregister drops name from w's names; it is pending, so that the next
+// answer forgets (delta: removes) it.
+func (t *typed) unregister(w *watcher, name string) {
+	if s := t.byName[name]; s != nil {
+		delete(s, w)
+		if len(s) == 0 {
+			delete(t.byName, name)
+		}
+	}
+	m := w.names[name]
+	delete(w.names, name)
+	if m != 0 {
+		w.setKnown(name, m) // now into extra
+	}
+	w.pending[name] = struct{}{}
+}
+
+// drop removes w from the index.
+func (t *typed) drop(w *watcher) {
+	for name := range w.names {
+		if s := t.byName[name]; s != nil {
+			delete(s, w)
+			if len(s) == 0 {
+				delete(t.byName, name)
+			}
+		}
+	}
+	delete(t.wild, w)
+	if w.keyed && t.streams[w.key] == w {
+		delete(t.streams, w.key)
+	}
+	w.open = false
+}
+
+// forget drops stream sk's watcher (the stream closed).
+func (t *typed) forget(sk streamKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.streams[sk]; w != nil {
+		t.drop(w)
+	}
+}
+
+// open opens w's watch, answering it at once if anything is due, and
+// returns its cancel.
+func (t *typed) open(w *watcher) func() {
+	w.seq++
+	seq := w.seq
+	w.open = true
+	t.respond(w)
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if w.seq != seq || !w.open {
+			return
+		}
+		w.open = false
+		if !w.keyed {
+			t.drop(w)
+		}
+	}
+}
+
+// subscribed tells whether w wants name.
+func (w *watcher) subscribed(name string) bool {
+	if w.wildcard {
+		return true
+	}
+	_, ok := w.names[name]
+	return ok
+}
+
+// known is the mark of name (false: nothing sent).
+func (w *watcher) known(name string) (uint64, bool) {
+	if m, ok := w.names[name]; ok {
+		return m, m != 0
+	}
+	m, ok := w.extra[name]
+	return m, ok
+}
+
+// setKnown records that the client holds mark m of name.
+func (w *watcher) setKnown(name string, m uint64) {
+	if _, ok := w.names[name]; ok {
+		w.names[name] = m
+		return
+	}
+	if w.extra == nil {
+		w.extra = map[string]uint64{}
+	}
+	w.extra[name] = m
+}
+
+// forgetKnown records that the client holds nothing of name.
+func (w *watcher) forgetKnown(name string) {
+	if _, ok := w.names[name]; ok {
+		w.names[name] = 0
+	}
+	delete(w.extra, name)
+}
+
+// resetPending empties w.pending, replacing a map grown large (a first
+// answer's) rather than clearing it on every answer.
+func (w *watcher) resetPending() {
+	if len(w.pending) > 64 {
+		w.pending = map[string]struct{}{}
+		return
+	}
+	clear(w.pending)
+}
+
+// respond answers w's open watch with what its pending names call for;
+// nothing is sent (the watch stays open) when nothing is due and the
+// watch is not a first one.
+func (t *typed) respond(w *watcher) {
+	if w.dch != nil {
+		t.respondDelta(w)
+		return
+	}
+	var list []*anypb.Any
+	var undo []mark
+	whole := false
+	// remember records that name's mark becomes m, to be undone if the
+	// answer is dropped (keyed streams: an unknown one's state is its
+	// subscription's, which a dropped answer does not change).
+	remember := func(name string, m uint64) {
+		if w.keyed {
+			old, _ := w.known(name)
+			undo = append(undo, mark{name, old})
+		}
+		if m == 0 {
+			w.forgetKnown(name)
+		} else {
+			w.setKnown(name, m)
+		}
+	}
+	switch {
+	case t.full && w.wildcard && w.keyed:
+		// Every answer is the whole type, and everything pending was
+		// changed after the last one (or newly subscribed): no per-name
+		// bookkeeping needed.
+		changed := w.fresh || w.redo || len(w.pending) > 0
+		w.resetPending()
+		if !changed {
+			return
+		}
+		w.redo = false
+		list, whole = t.everything(), true
+	case t.full:
+		changed := w.fresh
+		for name := range w.pending {
+			e, ok := t.res[name]
+			m, known := w.known(name)
+			if ok && w.subscribed(name) && (!known || m != markOf(e)) || (!ok || !w.subscribed(name)) && known {
+				changed = true
+				break
+			}
+		}
+		w.resetPending()
+		if !changed {
+			return
+		}
+		if w.wildcard {
+			list = t.everything()
+			w.extra = make(map[string]uint64, len(t.res))
+			for name, e := range t.res {
+				w.setKnown(name, markOf(e))
+			}
+			for name := range w.names {
+				if _, ok := t.res[name]; !ok {
+					w.names[name] = 0
+				}
+			}
+		} else {
+			for name := range w.extra {
+				remember(name, 0)
+			}
+			for name := range w.names {
+				if e, ok := t.res[name]; ok {
+					list = append(list, e.any)
+					remember(name, markOf(e))
+				} else {
+					remember(name, 0)
+				}
+			}
+		}
+	default:
+		for name := range w.pending {
+			e, ok := t.res[name]
+			if !ok || !w.subscribed(name) {
+				if _, known := w.known(name); known {
+					remember(name, 0)
+				}
+				continue
+			}
+			if m, known := w.known(name); known && m == markOf(e) {
+				continue
+			}
+			remember(name, markOf(e))
+			list = append(list, e.any)
+		}
+		w.resetPending()
+		if len(list) == 0 && !w.fresh {
+			// Nothing sent: what was forgotten stays forgotten.
+			return
+		}
+	}
+	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
+		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
+	if w.keyed {
+		w.last = r
+	} else {
+		r.returned = t.versionMap(w)
+	}
+	ch := w.ch
+	t.sent(w)
+	ch <- r // buffered: one answer per watch
+}
+
+// everything is every resource, for a wildcard answer of a full-state
+// type: one slice per update, shared by the streams.
+func (t *typed) everything() []*anypb.Any {
+	if t.all == nil {
+		t.all = make([]*anypb.Any, 0, len(t.res))
+		for _, e := range t.res {
+			t.all = append(t.all, e.any)
+		}
+	}
+	return t.all
+}
+
+func (t *typed) respondDelta(w *watcher) {
+	var out []*discovery.Resource
+	var removed []string
+	for name := range w.pending {
+		e, ok := t.res[name]
+		m, known := w.known(name)
+		switch {
+		case ok && w.subscribed(name):
+			if known && m == markOf(e) {
+				continue
+			}
+			w.setKnown(name, markOf(e))
+			if e.delta == nil {
+				e.delta = &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: e.any}
+			}
+			out = append(out, e.delta)
+		case known:
+			w.forgetKnown(name)
+			removed = append(removed, name)
+		}
+	}
+	w.resetPending()
+	if len(out) == 0 && len(removed) == 0 && !w.fresh {
+		return
+	}
+	r := &deltaResponse{req: w.dreq, version: t.cur, returned: w.returned,
+		out: &discovery.DeltaDiscoveryResponse{SystemVersionInfo: t.cur, Resources: out, RemovedResources: removed, TypeUrl: t.typeURL}}
+	if !w.keyed {
+		r.returned = t.versionMap(w)
+	}
+	ch := w.dch
+	t.sent(w)
+	ch <- r // buffered: one answer per watch and type
+}
+
+// sent closes w's watch after its answer; an unknown stream's watcher is
+// done with.
+func (t *typed) sent(w *watcher) {
+	w.open = false
+	if !w.keyed {
+		t.drop(w)
+	}
+}
+
+// version is the resource version of an entry's update (delta).
+func (t *typed) version(ver uint64) string {
+	return t.prefix + "v" + strconv.FormatUint(ver, 10)
+}
+
+// entryMark is the mark of resource version v (foreign when v is not one
+// of this cache's).
+func (t *typed) entryMark(v string) uint64 {
+	s, ok := strings.CutPrefix(v, t.prefix+"v")
+	if !ok {
+		return foreign
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == foreign-1 {
+		return foreign
+	}
+	return n + 1
+}
+
+// versionMap is what w holds as the returned resources of an unknown
+// stream's subscription, which is all the state it has for its next
+// watch.
+func (t *typed) versionMap(w *watcher) map[string]string {
+	out := make(map[string]string, len(w.names)+len(w.extra))
+	add := func(name string, m uint64) {
+		switch m {
+		case 0:
+		case foreign:
+			out[name] = ""
+		default:
+			out[name] = t.version(m - 1)
+		}
+	}
+	for name, m := range w.names {
+		add(name, m)
+	}
+	for name, m := range w.extra {
+		add(name, m)
+	}
+	return out
+}
+
+// revisionOf is the revision of cache version v ("" and false when v is not
+// one of this cache's or is too old to be remembered).
+func (t *typed) revisionOf(v string) (update, bool) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(v, t.prefix), 10, 64)
+	if err != nil || !strings.HasPrefix(v, t.prefix) {
+		return update{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n > t.n || t.n-n >= revisionRing {
+		return update{}, false
+	}
+	return t.revs[n%revisionRing], true
+}
+
+// latest is the version of the cache's last update.
+func (t *typed) latest() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.revs[t.n%revisionRing].version
+}
+
+// sotwResponse is a state-of-the-world answer: the resources' bytes are
+// the cache's, shared; the DiscoveryResponse is the stream's own (the
+// server sets its nonce, the callbacks its version).
+type sotwResponse struct {
+	req      *cachev3.Request
+	version  string
+	out      *discovery.DiscoveryResponse
+	returned map[string]string
+	// delivered is set when the server takes the answer to send it;
+	// undo is the marks it replaced, whole that it was a whole-type one.
+	delivered atomic.Bool
+	undo      []mark
+	whole     bool
+}
+
+// mark is a name's mark before an answer changed it.
+type mark struct {
+	name string
+	m    uint64
+}
+
+func (r *sotwResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, error) {
+	r.delivered.Store(true) // the server calls it as it sends
+	return r.out, nil
+}
+func (r *sotwResponse) GetRequest() *discovery.DiscoveryRequest            { return r.req }
+func (r *sotwResponse) GetVersion() (string, error)                        { return r.version, nil }
+func (r *sotwResponse) GetResponseVersion() string                         { return r.version }
+func (r *sotwResponse) GetReturnedResources() map[string]string            { return r.returned }
+func (r *sotwResponse) GetContext() context.Context                        { return context.Background() }
+func (r *deltaResponse) GetDeltaRequest() *discovery.DeltaDiscoveryRequest { return r.req }
+
+// deltaResponse is sotwResponse's delta form.
+type deltaResponse struct {
+	req      *cachev3.DeltaRequest
+	version  string
+	out      *discovery.DeltaDiscoveryResponse
+	returned map[string]string
+}
+
+func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscoveryResponse, error) {
+	return r.out, nil
+}
+func (r *deltaResponse) GetSystemVersion() (string, error)       { return r.version, nil }
+func (r *deltaResponse) GetResponseVersion() string              { return r.version }
+func (r *deltaResponse) GetNextVersionMap() map[string]string    { return r.returned }
+func (r *deltaResponse) GetReturnedResources() map[string]string { return r.returned }
+func (r *deltaResponse) GetContext() context.Context             { return context.Background() }

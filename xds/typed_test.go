@@ -1,0 +1,123 @@
+package xds
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+func claAny(t *testing.T, name string, port uint32) *anypb.Any {
+	t.Helper()
+	a, err := marshalAny(resource.EndpointType, &endpoint.ClusterLoadAssignment{ClusterName: name,
+		Endpoints: []*endpoint.LocalityLbEndpoints{{Priority: port}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// sotwStream is one keyed SotW stream on c, subscribed to names, ACKing as
+// go-control-plane's server would.
+type sotwStream struct {
+	t     *testing.T
+	c     *typed
+	sk    streamKey
+	sub   stream.Subscription
+	names []string
+	ch    chan cachev3.Response
+	ver   string
+}
+
+func newSotwStream(t *testing.T, c *typed, id int64, names ...string) *sotwStream {
+	s := &sotwStream{t: t, c: c, sk: streamKey{id: id}, sub: stream.NewSotwSubscription(names, true), names: names}
+	s.watch()
+	return s
+}
+
+// watch opens the stream's next watch (its first request, or an ACK of
+// the last answer it took).
+func (s *sotwStream) watch() func() {
+	s.t.Helper()
+	s.ch = make(chan cachev3.Response, 1)
+	req := &cachev3.Request{TypeUrl: s.c.typeURL, ResourceNames: s.names, VersionInfo: s.ver}
+	cancel, err := s.c.watch(s.sk, true, req, &s.sub, s.ch)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return cancel
+}
+
+// take is the answer waiting, taken as the server sends it (nil: none).
+func (s *sotwStream) take() []string {
+	s.t.Helper()
+	select {
+	case r := <-s.ch:
+		s.ver = r.GetResponseVersion()
+		s.sub.SetReturnedResources(r.GetReturnedResources())
+		return names(s.t, r)
+	default:
+		return nil
+	}
+}
+
+// A change wakes only the streams subscribed to its name, with that name
+// only (SotW EDS carries the changed resources), and an ACK is answered
+// with nothing.
+func TestChangeAnswersOnlyItsSubscribers(t *testing.T) {
+	c := newTyped(resource.EndpointType, map[string]*anypb.Any{"a": claAny(t, "a", 1), "b": claAny(t, "b", 1)}, "1")
+	sa, sab := newSotwStream(t, c, 1, "a"), newSotwStream(t, c, 2, "a", "b")
+	if got := sa.take(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("first answer %v, want a", got)
+	}
+	if got := sab.take(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first answer %v, want a and b", got)
+	}
+	sa.watch()
+	sab.watch()
+	if got := append(sa.take(), sab.take()...); got != nil {
+		t.Fatalf("ACKs answered with %v", got)
+	}
+	if err := c.update(map[string]*anypb.Any{"b": claAny(t, "b", 2)}, nil, "2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sa.take(); got != nil {
+		t.Errorf("the stream of a was sent %v for a change of b", got)
+	}
+	if got := sab.take(); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("the stream of a and b was sent %v, want b only", got)
+	}
+	sab.watch()
+	if got := sab.take(); got != nil {
+		t.Errorf("the ACK of b was answered with %v", got)
+	}
+}
+
+// go-control-plane's SotW server drops an answer still queued when a
+// request of its type arrives first (it replaces the watch's channel):
+// the next watch sends it again. An answer that was sent is not.
+func TestDroppedAnswerIsSentAgain(t *testing.T) {
+	c := newTyped(resource.EndpointType, map[string]*anypb.Any{"a": claAny(t, "a", 1)}, "1")
+	s := newSotwStream(t, c, 1, "a")
+	s.take()
+	cancel := s.watch()
+	if err := c.update(map[string]*anypb.Any{"a": claAny(t, "a", 2)}, nil, "2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// The answer waits in s.ch; a request comes first, and the server
+	// closes the watch and opens another on a new channel.
+	cancel()
+	s.watch()
+	if got := s.take(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("after the dropped answer: %v, want a again", got)
+	}
+	s.watch()
+	if got := s.take(); got != nil {
+		t.Errorf("a sent answer was sent again: %v", got)
+	}
+}
