@@ -47,8 +47,8 @@ type Config struct {
 	// sends a batch only after the previous one was answered). Two batches
 	// in flight never carry the same instance, so each instance's changes
 	// reach the peer in order whatever order it answers in (package doc,
-	// "Pipelining"). Keep it at most PeerNodeMaxIdleConnsPerHost, or
-	// connections are opened and closed per batch.
+	// "Pipelining"). PeerNodeMaxIdleConnsPerHost is raised to it, so that
+	// each batch in flight keeps its connection.
 	MaxBatchesInFlight int
 
 	// BatchSize and BatchDelay are Eureka's hard-coded 250 items and 500 ms.
@@ -117,6 +117,7 @@ func (c *Config) fill() {
 	if c.MaxBatchesInFlight <= 0 {
 		c.MaxBatchesInFlight = DefaultMaxBatchesInFlight
 	}
+	c.PeerNodeMaxIdleConnsPerHost = max(c.PeerNodeMaxIdleConnsPerHost, c.MaxBatchesInFlight)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 250
 	}
