@@ -144,6 +144,14 @@ func (q *queue) push(t *task) (coalesced bool, dropped int) {
 	for q.n >= q.max && q.head != nil {
 		dropped += q.markDirty(q.head.inst, 0)
 	}
+	if f, ok := q.dirty[t.inst]; ok {
+		// The overflow marked t's own instance (its oldest task was at the
+		// head): t folds into the mark like any later task of a marked
+		// instance. Queued, it would go out after the resync, and the
+		// resync, read later, may already hold a newer change than t.
+		q.dirty[t.inst] = f | flagsOf(t.item.Action)
+		return true, dropped
+	}
 	q.append(t)
 	return false, dropped
 }
