@@ -218,6 +218,13 @@ func (q *queue) nextResync(from int, skip func(instanceKey) bool) (k instanceKey
 		q.order[q.dirtyHead] = instanceKey{}
 		q.dirtyHead++
 	}
+	if from == 0 && q.dirtyHead > 1024 && 2*q.dirtyHead > len(q.order) {
+		// Only at the start of a scan: positions returned to a caller
+		// scanning on (from > 0) stay valid.
+		n := copy(q.order, q.order[q.dirtyHead:])
+		clear(q.order[n:])
+		q.order, q.dirtyHead = q.order[:n], 0
+	}
 	for i := max(from, q.dirtyHead); i < len(q.order); i++ {
 		k := q.order[i]
 		f, ok := q.dirty[k]
@@ -240,14 +247,9 @@ func (q *queue) takeResyncAt(at int) {
 		q.order[at] = instanceKey{}
 		q.dirtyHead++
 	}
-	switch {
-	case len(q.dirty) == 0:
+	if len(q.dirty) == 0 {
 		// Maps and slices keep their size: let a burst's go.
 		q.dirty, q.order, q.dirtyHead = nil, nil, 0
-	case q.dirtyHead > 1024 && 2*q.dirtyHead > len(q.order):
-		n := copy(q.order, q.order[q.dirtyHead:])
-		clear(q.order[n:])
-		q.order, q.dirtyHead = q.order[:n], 0
 	}
 }
 
