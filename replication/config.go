@@ -42,6 +42,15 @@ type Config struct {
 	// (eureka.server.enable-replicated-request-compression).
 	EnableReplicatedRequestCompression bool
 
+	// MaxBatchesInFlight is goreka.replication.max-batches-in-flight: how
+	// many batches the sender keeps in flight to one peer (default 4; 1
+	// sends a batch only after the previous one was answered). Two batches
+	// in flight never carry the same instance, so each instance's changes
+	// reach the peer in order whatever order it answers in (package doc,
+	// "Pipelining"). PeerNodeMaxIdleConnsPerHost is raised to it, so that
+	// each batch in flight keeps its connection.
+	MaxBatchesInFlight int
+
 	// BatchSize and BatchDelay are Eureka's hard-coded 250 items and 500 ms.
 	BatchSize  int
 	BatchDelay time.Duration
@@ -73,6 +82,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxBatchesInFlight is MaxBatchesInFlight's default (BENCHMARKS.md,
+// "Issue 30: pipelined replication").
+const DefaultMaxBatchesInFlight = 4
+
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	var c Config
@@ -101,6 +114,10 @@ func (c *Config) fill() {
 	if c.MaxElementsInPeerReplicationPool <= 0 {
 		c.MaxElementsInPeerReplicationPool = 10000
 	}
+	if c.MaxBatchesInFlight <= 0 {
+		c.MaxBatchesInFlight = DefaultMaxBatchesInFlight
+	}
+	c.PeerNodeMaxIdleConnsPerHost = max(c.PeerNodeMaxIdleConnsPerHost, c.MaxBatchesInFlight)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 250
 	}

@@ -77,8 +77,8 @@
 //
 // One sender per peer sends a batch of up to 250 tasks to
 // POST {peer}peerreplication/batch/ once 250 are pending or the oldest has
-// waited 500 ms (Eureka's constants). There is one batch in flight per peer,
-// which keeps per-instance order (Eureka's 20 workers per peer do not).
+// waited 500 ms (Eureka's constants), with up to max-batches-in-flight
+// batches in flight (see Pipelining below).
 // Tasks expire as in Eureka: register and heartbeat after the instance's
 // renewal interval (a newer heartbeat is due by then), the others after
 // max-time-for-replication; expired tasks are dropped and counted.
@@ -98,6 +98,33 @@
 // overtakes a newer change such as a cancel); a heartbeat answered with the peer's newer copy (409) makes
 // this server adopt that copy locally (registry.Adopt), unless
 // sync-when-timestamp-differs is off.
+//
+// # Pipelining
+//
+// Up to goreka.replication.max-batches-in-flight batches (default 4) are in
+// flight per peer: each is encoded, posted and answered by its own
+// goroutine while the sender forms the next, so a burst reaches the peer at
+// about the speed the sender encodes it, not at one round trip per 250
+// items. Per-instance order holds because two batches in flight never carry
+// the same instance: a batch is formed from the front of the queue (resync
+// marks first) leaving out, in place, every task and mark of an instance
+// that a batch in flight carries; they go into a later batch once that one
+// returned. The peer may answer, and apply, the batches in any order: an
+// instance's changes are in one batch at a time, applied item by item in
+// order, which is all a stock Java peer (it applies each item as it comes,
+// with its lastDirtyTimestamp rules) or goreka needs. No receiver-side
+// ordering (by revision or lastDirtyTimestamp) is assumed, so mixed groups
+// work unchanged; Eureka's 20 batching workers per peer keep no order at
+// all. A failed batch goes back to the front of the queue and its instances
+// leave the in-flight set under one lock, so no later batch can take a newer
+// task of theirs first; the resync-instead-of-drop rules are unchanged.
+// Batches in flight together usually fail together (a peer went away): the
+// first failure of such a round backs off and grows the streak, the others
+// are put back and counted, and the success of a batch that was in flight
+// with that failure does not end the back-off. Nothing new is formed during
+// a back-off; batches in flight finish. 1 sends a batch only after the
+// previous one was answered. The in-flight count per peer is
+// goreka_replication_batches_in_flight.
 //
 // # Timeouts
 //

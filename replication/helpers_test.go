@@ -34,7 +34,7 @@ func instance(app, id string, dirty time.Time) *registry.Instance {
 	}
 }
 
-func mustPeer(t *testing.T, raw string) Peer {
+func mustPeer(t testing.TB, raw string) Peer {
 	t.Helper()
 	p, err := ParsePeer(raw)
 	if err != nil {

@@ -10,6 +10,7 @@ import "github.com/prometheus/client_golang/prometheus"
 var (
 	descQueue         = peerDesc("goreka_replication_queue_depth", "Replication tasks waiting for a peer.")
 	descQueueCap      = peerDesc("goreka_replication_queue_capacity", "Bound of a peer's replication queue (max-elements-in-peer-replication-pool); beyond it, the oldest task's instance is marked for a resync.")
+	descInFlight      = peerDesc("goreka_replication_batches_in_flight", "Replication batches sent to a peer and not answered yet (at most goreka.replication.max-batches-in-flight).")
 	descLag           = peerDesc("goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.")
 	descUp            = peerDesc("goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.")
 	descAvailable     = peerDesc("goreka_replication_peer_available", "1 if the last batch or idle probe sent to the peer succeeded: the status page's available-replicas.")
@@ -54,7 +55,7 @@ func (r *Replicator) Collector() prometheus.Collector {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descLag, descUp, descBatches, descItems, descFailures,
-		descDropped, descResyncPending, descResyncs, descResynced, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable} {
+		descDropped, descResyncPending, descResyncs, descResynced, descExpired, descCoalesced, descLastSuccessTS, descPeers, descPeerChanges, descQueueCap, descAvailable, descInFlight} {
 		ch <- d
 	}
 }
@@ -82,6 +83,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if c.capacity > 0 {
 			gauge(descQueueCap, float64(c.capacity), p.URL)
 		}
+		gauge(descInFlight, float64(p.InFlight), p.URL)
 		gauge(descLag, p.Lag.Seconds(), p.URL)
 		gauge(descUp, up, p.URL)
 		avail := 0.0

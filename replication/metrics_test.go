@@ -15,7 +15,7 @@ import (
 // source from one scrape to the next.
 func TestCollector(t *testing.T) {
 	const peer = "http://peer1:8761/eureka/"
-	peers := []PeerStatus{{URL: peer, State: "failing", QueueDepth: 42, Lag: 2 * time.Second,
+	peers := []PeerStatus{{URL: peer, State: "failing", QueueDepth: 42, InFlight: 3, Lag: 2 * time.Second,
 		BatchesSent: 9, ItemsSent: 90, Dropped: 1, Expired: 2, Coalesced: 5, ResyncPending: 7, Resyncs: 11, Resynced: 4, LastSuccess: time.Unix(1_700_000_000, 500_000_000),
 		Failures: Failures{Congestion: 1, Network: 4, Rejected: 2, BadResponse: 3, Items: 6}}}
 	reg := prometheus.NewPedanticRegistry()
@@ -65,10 +65,12 @@ func TestCollector(t *testing.T) {
 			t.Errorf("%s{peer=%q,kind=%q}: no such series in %v", w.name, peer, w.kind, mf.GetMetric())
 		}
 	}
+	const inFlightHelp = "Replication batches sent to a peer and not answered yet (at most goreka.replication.max-batches-in-flight)."
 	const failHelp = "Replication failures by kind: congestion, network, rejected, bad_response, item."
 	check([]series{
 		{"goreka_replication_queue_depth", "Replication tasks waiting for a peer.", gauge, "", 42},
 		{"goreka_replication_lag_seconds", "Age of the oldest replication task waiting for a peer.", gauge, "", 2},
+		{"goreka_replication_batches_in_flight", inFlightHelp, gauge, "", 3},
 		{"goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.", gauge, "", 0},
 		{"goreka_replication_batches_total", "Replication batches a peer accepted.", counter, "", 9},
 		{"goreka_replication_items_total", "Replication items sent in accepted batches.", counter, "", 90},
@@ -86,8 +88,9 @@ func TestCollector(t *testing.T) {
 		{"goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.", gauge, "", 1_700_000_000.5},
 	})
 
-	peers[0].QueueDepth, peers[0].State, peers[0].LastSuccess = 0, "up", time.Time{}
+	peers[0].QueueDepth, peers[0].State, peers[0].LastSuccess, peers[0].InFlight = 0, "up", time.Time{}, 0
 	check([]series{
+		{"goreka_replication_batches_in_flight", inFlightHelp, gauge, "", 0},
 		{"goreka_replication_queue_depth", "Replication tasks waiting for a peer.", gauge, "", 0},
 		{"goreka_replication_peer_up", "1 if the last batch to the peer succeeded and it is not backing off.", gauge, "", 1},
 		{"goreka_replication_last_success_timestamp_seconds", "Unix time of the last batch a peer accepted; 0 if none.", gauge, "", 0},

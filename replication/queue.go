@@ -144,6 +144,14 @@ func (q *queue) push(t *task) (coalesced bool, dropped int) {
 	for q.n >= q.max && q.head != nil {
 		dropped += q.markDirty(q.head.inst, 0)
 	}
+	if f, ok := q.dirty[t.inst]; ok {
+		// The overflow marked t's own instance (its oldest task was at the
+		// head): t folds into the mark like any later task of a marked
+		// instance. Queued, it would go out after the resync, and the
+		// resync, read later, may already hold a newer change than t.
+		q.dirty[t.inst] = f | flagsOf(t.item.Action)
+		return true, dropped
+	}
 	q.append(t)
 	return false, dropped
 }
@@ -198,47 +206,66 @@ func (q *queue) markDirty(inst instanceKey, f resyncFlags) (dropped int) {
 	return 0
 }
 
-// nextResync returns the oldest mark without removing it; false when there
-// is none.
-func (q *queue) nextResync() (instanceKey, resyncFlags, bool) {
+// nextResync returns the oldest mark at or after position from of the
+// marks' order whose instance skip does not reject (nil: none), without
+// removing it, and its position for takeResyncAt; false when there is none.
+// Skipped marks stay where they are, oldest first.
+func (q *queue) nextResync(from int, skip func(instanceKey) bool) (k instanceKey, f resyncFlags, at int, ok bool) {
 	for q.dirtyHead < len(q.order) {
-		k := q.order[q.dirtyHead]
-		if f, ok := q.dirty[k]; ok {
-			return k, f, true
+		if _, ok := q.dirty[q.order[q.dirtyHead]]; ok {
+			break
 		}
 		q.order[q.dirtyHead] = instanceKey{}
 		q.dirtyHead++
 	}
-	return instanceKey{}, 0, false
+	if from == 0 && q.dirtyHead > 1024 && 2*q.dirtyHead > len(q.order) {
+		// Only at the start of a scan: positions returned to a caller
+		// scanning on (from > 0) stay valid.
+		n := copy(q.order, q.order[q.dirtyHead:])
+		clear(q.order[n:])
+		q.order, q.dirtyHead = q.order[:n], 0
+	}
+	for i := max(from, q.dirtyHead); i < len(q.order); i++ {
+		k := q.order[i]
+		f, ok := q.dirty[k]
+		if !ok || (skip != nil && skip(k)) {
+			continue
+		}
+		return k, f, i, true
+	}
+	return instanceKey{}, 0, 0, false
+}
+
+// takeResyncAt removes the mark at position at, as nextResync returned it.
+// A mark taken from behind skipped ones leaves a stale entry in the order,
+// skipped from then on (an entry counts only while its instance is in
+// dirty; if the instance is marked again meanwhile, the mark is merely
+// taken at the older of its two places).
+func (q *queue) takeResyncAt(at int) {
+	delete(q.dirty, q.order[at])
+	if at == q.dirtyHead {
+		q.order[at] = instanceKey{}
+		q.dirtyHead++
+	}
+	if len(q.dirty) == 0 {
+		// Maps and slices keep their size: let a burst's go.
+		q.dirty, q.order, q.dirtyHead = nil, nil, 0
+	}
 }
 
 // takeResync removes the oldest mark; false when there is none.
 func (q *queue) takeResync() (instanceKey, resyncFlags, bool) {
-	for q.dirtyHead < len(q.order) {
-		k := q.order[q.dirtyHead]
-		q.order[q.dirtyHead] = instanceKey{}
-		q.dirtyHead++
-		if f, ok := q.dirty[k]; ok {
-			delete(q.dirty, k)
-			switch {
-			case len(q.dirty) == 0:
-				// Maps and slices keep their size: let a burst's go.
-				q.dirty, q.order, q.dirtyHead = nil, nil, 0
-			case q.dirtyHead > 1024 && 2*q.dirtyHead > len(q.order):
-				n := copy(q.order, q.order[q.dirtyHead:])
-				clear(q.order[n:])
-				q.order, q.dirtyHead = q.order[:n], 0
-			}
-			return k, f, true
-		}
+	k, f, at, ok := q.nextResync(0, nil)
+	if ok {
+		q.takeResyncAt(at)
 	}
-	q.order, q.dirtyHead = q.order[:0], 0
-	return instanceKey{}, 0, false
+	return k, f, ok
 }
 
 // requeue puts the tasks of a failed batch back at the front, in their
-// order, skipping those expired at now. The batch was taken from the front,
-// so every pending task is newer than all of them: an instance's newest
+// order, skipping those expired at now. While the batch was in flight, no
+// other batch took a task of its instances (takeSkipping), so every pending
+// task of theirs is newer than all of the batch's: an instance's newest
 // pending task stays its newest. A task of an instance marked for a resync
 // meanwhile folds into the mark. A change that finds no room becomes a
 // resync of its instance, as in push. It returns how many expired and how
@@ -301,14 +328,27 @@ func (q *queue) oldest() time.Time {
 // take removes up to n unexpired tasks from the front, counting the expired
 // ones it discards on the way.
 func (q *queue) take(n int, now time.Time) (batch []*task, expired int) {
-	for q.head != nil && len(batch) < n {
-		t := q.head
+	return q.takeSkipping(n, now, nil)
+}
+
+// takeSkipping is take, except that tasks whose instance skip rejects (nil:
+// none) stay queued, in place, and so do their instance's later tasks (skip
+// rejects them too): the pipelined sender skips the instances of batches in
+// flight, so that no two batches in flight carry one instance.
+func (q *queue) takeSkipping(n int, now time.Time, skip func(instanceKey) bool) (batch []*task, expired int) {
+	for t := q.head; t != nil && len(batch) < n; {
+		next := t.next
+		if skip != nil && skip(t.inst) {
+			t = next
+			continue
+		}
 		q.unlink(t)
 		if !now.Before(t.expires) {
 			expired++
-			continue
+		} else {
+			batch = append(batch, t)
 		}
-		batch = append(batch, t)
+		t = next
 	}
 	return batch, expired
 }

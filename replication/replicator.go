@@ -49,9 +49,7 @@ type peerState struct {
 	peer Peer
 	log  *slog.Logger
 	wake chan struct{} // size 1: bursts of enqueues coalesce into one wake-up
-	rnd  *rand.Rand    // jitter; used by the sender goroutine only
-
-	sendMu sync.Mutex // one batch in flight per peer keeps per-instance order
+	rnd  *rand.Rand    // jitter; used under mu
 
 	// stop and done are the running sender's cancel and exit signal; nil
 	// until a Run starts it. Guarded by Replicator.mu.
@@ -64,8 +62,29 @@ type peerState struct {
 	seen        int64 // revision of the last registry change OnEvent handled
 	st          counters
 	lastContact time.Time // last answer or failure, for probes
-	streak      int       // consecutive retryable failures
+	streak      int       // consecutive rounds of retryable failures
 	lastErr     failure   // kind of the last failure, 0 after a success
+
+	// The batches in flight (package doc, "Pipelining"): busy holds the
+	// instances they carry, inFlight counts them. seq numbers the batches
+	// (and probes) as they are formed; roundSeq is the last number formed
+	// when the failure streak last grew: a batch numbered up to it was in
+	// flight with that failure, so its own failure does not grow the
+	// streak (nor back off again) and its success does not end the streak.
+	// pause is the back-off the sender must wait before it forms the next
+	// batch.
+	busy     map[instanceKey]struct{}
+	inFlight int
+	seq      uint64
+	roundSeq uint64
+	pause    time.Duration
+}
+
+// batch is one batch formed from a peer's queue: its tasks, in order, and
+// its number (peerState.seq).
+type batch struct {
+	seq   uint64
+	tasks []*task
 }
 
 type counters struct {
@@ -109,6 +128,7 @@ func (r *Replicator) newPeerState(p Peer) *peerState {
 		wake: make(chan struct{}, 1),
 		rnd:  rand.New(rand.NewPCG(r.cfg.Seed, r.seeds)),
 		q:    newQueue(r.cfg.MaxElementsInPeerReplicationPool),
+		busy: make(map[instanceKey]struct{}),
 	}
 	if r.reg != nil {
 		ps.q.limit = r.reg.Size
@@ -339,12 +359,20 @@ func (r *Replicator) startLocked(p *peerState) {
 }
 
 // runPeer forms batches: it sends when BatchSize tasks are pending or the
-// oldest has waited BatchDelay, and after a retryable failure it waits out
-// the back-off while new tasks keep queueing (within the bound).
+// oldest has waited BatchDelay, up to MaxBatchesInFlight at a time, each
+// sent (encoded, posted, answered) by its own goroutine while the next one
+// is formed; after a retryable failure it waits out the back-off while new
+// tasks keep queueing (within the bound) and the batches still in flight
+// finish. It returns once ctx is done and every batch in flight returned
+// (a cancelled one is put back for Flush).
 func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
+	var sends sync.WaitGroup
+	defer sends.Wait()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	// wait returns after d, on an enqueue or a finished batch (p.wake),
+	// false when ctx is done.
 	wait := func(d time.Duration) bool {
 		timer.Reset(d)
 		select {
@@ -359,13 +387,36 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		n, oldest, resyncs := p.q.len(), p.q.oldest(), p.q.pendingResyncs()
-		contact := p.lastContact
+		contact, inFlight, pause := p.lastContact, p.inFlight, p.pause
+		p.pause = 0
 		p.mu.Unlock()
+		if pause > 0 {
+			// A failed batch's back-off: wakes do not shorten it.
+			timer.Reset(pause)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			continue
+		}
+		if inFlight >= r.cfg.MaxBatchesInFlight {
+			if !wait(time.Hour) { // until a batch returns
+				return
+			}
+			continue
+		}
 		if resyncs > 0 {
 			// Marks are older than anything queued: no batch delay.
 			n = max(n, r.cfg.BatchSize)
 		}
 		if n == 0 {
+			if inFlight > 0 {
+				if !wait(time.Hour) { // probes only when nothing is in flight
+					return
+				}
+				continue
+			}
 			if contact.IsZero() {
 				contact = r.cfg.Now() // started: the first probe after one interval
 				p.mu.Lock()
@@ -374,9 +425,7 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 			}
 			d := contact.Add(r.cfg.ProbeInterval).Sub(r.cfg.Now())
 			if d <= 0 {
-				if backoff := r.probe(ctx, p); backoff > 0 && !wait(backoff) {
-					return
-				}
+				r.probe(ctx, p) // a failure leaves its back-off in p.pause
 				continue
 			}
 			if !wait(d) {
@@ -392,22 +441,30 @@ func (r *Replicator) runPeer(ctx context.Context, p *peerState) {
 				continue
 			}
 		}
-		if backoff, _ := r.sendOnce(ctx, p); backoff > 0 {
-			timer.Reset(backoff)
-			select {
-			case <-ctx.Done():
+		b, progressed := r.takeBatch(p, true)
+		if b == nil {
+			// Nothing to send now: what is pending belongs to batches in
+			// flight (one of them returning wakes us), or a back-off just
+			// began, or expired tasks were discarded.
+			if !progressed && !wait(time.Hour) {
 				return
-			case <-timer.C:
 			}
+			continue
 		}
+		sends.Go(func() {
+			r.deliver(ctx, p, b)
+			p.wakeUp()
+		})
 	}
 }
 
 // probe sends an empty batch to an idle peer: the answer is the peer's
 // availability. A failure counts and backs off like a batch's.
 func (r *Replicator) probe(ctx context.Context, p *peerState) time.Duration {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.mu.Unlock()
 	resps, err := r.client.sendBatch(ctx, &p.peer, nil)
 	if err == nil && len(resps) != 0 {
 		err = fmt.Errorf("%w: %d answers to an empty batch", errBadResponse, len(resps))
@@ -416,9 +473,9 @@ func (r *Replicator) probe(ctx context.Context, p *peerState) time.Duration {
 		return 0
 	}
 	if err != nil {
-		return r.failed(p, nil, err)
+		return r.failed(p, &batch{seq: seq}, err)
 	}
-	r.succeeded(p, 0)
+	r.succeeded(p, &batch{seq: seq})
 	return 0
 }
 
@@ -426,20 +483,68 @@ func (r *Replicator) probe(ctx context.Context, p *peerState) time.Duration {
 // answer. It returns the back-off to wait before the next batch (0 if
 // none) and the error of a failed batch.
 func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration, error) {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
-	p.mu.Lock()
-	now := r.cfg.Now()
-	batch := r.resyncLocked(p, r.cfg.BatchSize, now)
-	more, expired := p.q.take(r.cfg.BatchSize-len(batch), now)
-	batch = append(batch, more...)
-	p.st.expired += uint64(expired)
-	p.mu.Unlock()
-	if len(batch) == 0 {
+	b, _ := r.takeBatch(p, false)
+	if b == nil {
 		return 0, nil
 	}
-	items := make([]compat.ReplicationItem, len(batch))
-	for i, t := range batch {
+	return r.deliver(ctx, p, b)
+}
+
+// takeBatch forms p's next batch: the oldest resync marks, then queued
+// tasks from the front, up to BatchSize, leaving out every instance that
+// a batch in flight carries (package doc, "Pipelining"); the batch's
+// instances are in flight from then on, until deliver returns. It returns nil when there is
+// nothing to send, or, with inRun, while a back-off is pending (the sender
+// must wait it out first); progressed says whether expired tasks or
+// resync marks were consumed on the way.
+func (r *Replicator) takeBatch(p *peerState, inRun bool) (b *batch, progressed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inRun && p.pause > 0 {
+		return nil, true
+	}
+	var skip func(instanceKey) bool
+	if len(p.busy) > 0 {
+		skip = func(k instanceKey) bool { _, ok := p.busy[k]; return ok }
+	}
+	now := r.cfg.Now()
+	resynced := p.st.resynced
+	ts := r.resyncLocked(p, r.cfg.BatchSize, now, skip)
+	more, expired := p.q.takeSkipping(r.cfg.BatchSize-len(ts), now, skip)
+	ts = append(ts, more...)
+	p.st.expired += uint64(expired)
+	progressed = expired > 0 || p.st.resynced != resynced
+	if len(ts) == 0 {
+		return nil, progressed
+	}
+	for _, t := range ts {
+		p.busy[t.inst] = struct{}{}
+	}
+	p.seq++
+	p.inFlight++
+	return &batch{seq: p.seq, tasks: ts}, progressed
+}
+
+// releaseLocked ends b's flight: its instances may go into the next batch.
+// p.mu is held, together with whatever put b's tasks back.
+func (p *peerState) releaseLocked(b *batch) {
+	if len(b.tasks) == 0 {
+		return // a probe
+	}
+	for _, t := range b.tasks {
+		delete(p.busy, t.inst)
+	}
+	p.inFlight--
+}
+
+// deliver sends b, formed by takeBatch, and handles the answer: it returns
+// the back-off to wait before the next batch (0 if none) and the error of a
+// failed batch. Whatever the outcome, b's instances leave the in-flight set
+// under the same lock that puts a retryable batch back at the front of the
+// queue, so no later batch can take a newer task of theirs first.
+func (r *Replicator) deliver(ctx context.Context, p *peerState, b *batch) (time.Duration, error) {
+	items := make([]compat.ReplicationItem, len(b.tasks))
+	for i, t := range b.tasks {
 		items[i] = t.item
 	}
 	resps, err := r.client.sendBatch(ctx, &p.peer, items)
@@ -450,15 +555,16 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 		if ctx.Err() != nil {
 			// Shutting down, not the peer's fault: keep the tasks for Flush.
 			p.mu.Lock()
-			exp, drop := p.q.requeue(batch, r.cfg.Now())
+			exp, drop := p.q.requeue(b.tasks, r.cfg.Now())
 			p.st.expired += uint64(exp)
 			p.st.dropped += uint64(drop)
+			p.releaseLocked(b)
 			p.mu.Unlock()
 			return 0, err
 		}
-		return r.failed(p, batch, err), err
+		return r.failed(p, b, err), err
 	}
-	r.succeeded(p, len(batch))
+	r.succeeded(p, b)
 	for i, resp := range resps {
 		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 			continue
@@ -466,7 +572,7 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 		p.mu.Lock()
 		p.st.itemFail++
 		p.mu.Unlock()
-		r.handleItemFailure(p, items[i], batch[i].rev, resp)
+		r.handleItemFailure(p, items[i], b.tasks[i].rev, resp)
 	}
 	return 0, nil
 }
@@ -481,14 +587,15 @@ func (r *Replicator) sendOnce(ctx context.Context, p *peerState) (time.Duration,
 // has seen (p.seen): the changes in between are still on their way to
 // OnEvent and reach the peer after it, in order, each a setter of state
 // the copy already holds, so the peer ends at the same state. p.mu is held.
-func (r *Replicator) resyncLocked(p *peerState, n int, now time.Time) []*task {
+func (r *Replicator) resyncLocked(p *peerState, n int, now time.Time, skip func(instanceKey) bool) []*task {
 	var out []*task
-	for len(out) < n {
-		k, f, ok := p.q.nextResync()
+	for from := 0; len(out) < n; {
+		k, f, at, ok := p.q.nextResync(from, skip)
 		if !ok || (f&resyncOverride != 0 && len(out)+2 > n && len(out) > 0) {
 			break // the next one's two items go into the next batch
 		}
-		p.q.takeResync()
+		p.q.takeResyncAt(at)
+		from = at + 1
 		p.st.resynced++
 		add := func(it compat.ReplicationItem, in *registry.Instance, rev int64) {
 			out = append(out, &task{inst: k, item: it, rev: rev, enqueued: now, expires: now.Add(r.ttl(it.Action, in))})
@@ -519,26 +626,38 @@ func (r *Replicator) resyncLocked(p *peerState, n int, now time.Time) []*task {
 	return out
 }
 
-func (r *Replicator) succeeded(p *peerState, n int) {
+// succeeded records b's success (a probe's when it has no tasks) and ends
+// b's flight. It ends a failure streak unless b was in flight with the
+// failure that last grew it (an older batch the peer still took says
+// nothing about the retry).
+func (r *Replicator) succeeded(p *peerState, b *batch) {
 	now := r.cfg.Now()
 	p.mu.Lock()
-	was := p.lastErr
-	if n > 0 { // 0: a probe
+	p.releaseLocked(b)
+	if n := len(b.tasks); n > 0 {
 		p.st.batches++
 		p.st.items += uint64(n)
 	}
 	p.st.lastSuccess, p.lastContact = now, now
-	p.st.backoffUntil = time.Time{}
-	p.streak, p.lastErr = 0, 0
+	was := p.lastErr
+	if b.seq > p.roundSeq {
+		p.st.backoffUntil = time.Time{}
+		p.streak, p.lastErr = 0, 0
+	}
+	recovered := was != 0 && p.lastErr == 0
 	p.mu.Unlock()
-	if was != 0 {
+	if recovered {
 		p.log.Info("peer replication recovered")
 	}
 }
 
-// failed records a failed batch and either puts it back (retryable) or
-// drops it. It returns the back-off before the next attempt.
-func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duration {
+// failed records b's failure and either puts it back at the front of the
+// queue (retryable) or drops it, and ends b's flight under the same lock.
+// It returns the back-off before the next attempt, also left in p.pause
+// for the sender. Batches in flight together fail together when a peer goes
+// away: only the first failure of such a round grows the streak and backs
+// off (see peerState.roundSeq), the others are put back and counted.
+func (r *Replicator) failed(p *peerState, b *batch, err error) time.Duration {
 	kind := classify(err)
 	now := r.cfg.Now()
 	var delay time.Duration
@@ -557,27 +676,32 @@ func (r *Replicator) failed(p *peerState, batch []*task, err error) time.Duratio
 		p.st.badResp++
 	}
 	if kind.retry() {
-		p.streak++
-		base := r.cfg.NetworkFailureRetryDelay
-		if kind == failCongestion {
-			base = r.cfg.CongestionRetryDelay
+		if b.seq > p.roundSeq {
+			p.streak++
+			p.roundSeq = p.seq
+			base := r.cfg.NetworkFailureRetryDelay
+			if kind == failCongestion {
+				base = r.cfg.CongestionRetryDelay
+			}
+			delay = backoff(base, r.cfg.MaxRetryDelay, p.streak, p.rnd)
+			p.st.backoffUntil = now.Add(delay)
+			p.pause = max(p.pause, delay)
 		}
-		delay = backoff(base, r.cfg.MaxRetryDelay, p.streak, p.rnd)
-		p.st.backoffUntil = now.Add(delay)
-		exp, drop := p.q.requeue(batch, now)
+		exp, drop := p.q.requeue(b.tasks, now)
 		p.st.expired += uint64(exp)
 		p.st.dropped += uint64(drop)
 	} else {
 		p.streak = 0
-		p.st.dropped += uint64(len(batch))
+		p.st.dropped += uint64(len(b.tasks))
 	}
+	p.releaseLocked(b)
 	p.mu.Unlock()
 	// Log changes of state, not every failure: a dead peer would otherwise
 	// write a line per back-off.
 	if was != kind {
-		p.log.Warn("peer replication failing", "kind", kind.String(), "retry", kind.retry(), "count", len(batch), "err", err)
+		p.log.Warn("peer replication failing", "kind", kind.String(), "retry", kind.retry(), "count", len(b.tasks), "err", err)
 	} else {
-		p.log.Debug("peer replication still failing", "kind", kind.String(), "count", len(batch), "err", err)
+		p.log.Debug("peer replication still failing", "kind", kind.String(), "count", len(b.tasks), "err", err)
 	}
 	return delay
 }
@@ -686,6 +810,7 @@ type PeerStatus struct {
 	Host        string        // the URL's host (Peer.Host)
 	State       string        // "up", "backing off" or "failing"
 	QueueDepth  int           // pending tasks
+	InFlight    int           // batches sent and not answered yet
 	Lag         time.Duration // age of the oldest pending task
 	BatchesSent uint64
 	ItemsSent   uint64
@@ -723,7 +848,7 @@ func (r *Replicator) Status() []PeerStatus {
 	for _, p := range peers {
 		p.mu.Lock()
 		s := PeerStatus{
-			URL: p.peer.URL, Host: p.peer.Host, State: "up", QueueDepth: p.q.len(),
+			URL: p.peer.URL, Host: p.peer.Host, State: "up", QueueDepth: p.q.len(), InFlight: p.inFlight,
 			BatchesSent: p.st.batches, ItemsSent: p.st.items,
 			Failures: Failures{Congestion: p.st.congestion, Network: p.st.network, Rejected: p.st.rejected,
 				BadResponse: p.st.badResp, Items: p.st.itemFail},

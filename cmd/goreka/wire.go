@@ -128,7 +128,7 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 	c := replication.Default()
 	c.PeerNodeConnectTimeout = es.PeerNodeConnectTimeout
 	c.PeerNodeReadTimeout = es.PeerNodeReadTimeout
-	c.MaxElementsInPeerReplicationPool = es.MaxElementsInPeerReplicationPool
+	c.MaxElementsInPeerReplicationPool, c.MaxBatchesInFlight = es.MaxElementsInPeerReplicationPool, cfg.Goreka.Replication.MaxBatchesInFlight
 	c.MaxTimeForReplication = es.MaxTimeForReplication
 	c.EnableReplicatedRequestCompression = es.EnableReplicatedRequestCompression
 	c.TLSConfigFor = tc

@@ -204,6 +204,7 @@ type GorekaConfig struct {
 	Health      HealthConfig
 	Eviction    EvictionConfig
 	Peers       PeersConfig
+	Replication ReplicationConfig
 	// StaticInstances is goreka.static-instances, in the configured order.
 	StaticInstances []StaticInstance
 	FetchLimit      FetchLimitConfig
@@ -312,6 +313,11 @@ type PeersConfig struct {
 	DNSSRV          bool          // goreka.peers.dns-srv
 	RefreshInterval time.Duration // goreka.peers.refresh-interval
 	DNSServer       string        // goreka.peers.dns-server HOST:PORT; "" = system resolver
+}
+
+// ReplicationConfig holds goreka.replication.*: the peer sender.
+type ReplicationConfig struct {
+	MaxBatchesInFlight int // goreka.replication.max-batches-in-flight
 }
 
 // CacheConfig holds goreka.cache.*.
