@@ -1,0 +1,71 @@
+package server
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/goreka/goreka/eurekahttp"
+	"github.com/goreka/goreka/registry"
+	"github.com/goreka/goreka/replication"
+)
+
+// BenchmarkJoin is a joining node's start-up sync of a peer's registry of
+// 100k instances over HTTP (an in-process goreka peer, gzip on): "stream"
+// is the sync (X-Goreka-Sync: the peer streams from a registry view, the
+// joiner decodes while reading and registers through RegisterAll);
+// "whole" is the sync before it (the peer's cached document, read whole,
+// decoded, registered one by one), against a warm cache, its best case.
+func BenchmarkJoin(b *testing.B) {
+	const n = 100_000
+	peer, _ := benchServer(b, n)
+	hs := httptest.NewServer(peer)
+	b.Cleanup(hs.Close)
+	url := hs.URL + "/eureka/"
+	p, err := replication.ParsePeer(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b.Run("stream", func(b *testing.B) {
+		for b.Loop() {
+			reg := registry.New(registry.Options{})
+			rep := replication.New(replication.Config{Logger: quiet}, reg, []replication.Peer{p})
+			got, err := rep.SyncUp(b.Context(), 1, 0)
+			if err != nil || got != n || reg.Size() != n {
+				b.Fatalf("synced %d (%d), %v", got, reg.Size(), err)
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		// The peer's cold build would trip the default 5 s read timeout
+		// (the failure this replaces): the document is built before the
+		// timer, and a minute allowed.
+		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: time.Minute})
+		ep, _ := eurekahttp.ParseURL(url)
+		if _, err := c.GetApplications(b.Context(), ep, eurekahttp.Full); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			reg := registry.New(registry.Options{})
+			apps, err := c.GetApplications(b.Context(), ep, eurekahttp.Full)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, app := range apps.Apps {
+				for _, v := range app.Instances {
+					in := v.Instance.Clone()
+					in.LeaseInfo = registry.LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}
+					if _, err := reg.Register(in, true); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if reg.Size() != n {
+				b.Fatalf("synced %d", reg.Size())
+			}
+		}
+	})
+}
