@@ -20,7 +20,7 @@ import (
 // decoded, registered one by one), against a warm cache, its best case.
 func BenchmarkJoin(b *testing.B) {
 	const n = 100_000
-	peer, _ := benchServer(b, n)
+	peer, peerReg := benchServer(b, n)
 	hs := httptest.NewServer(peer)
 	b.Cleanup(hs.Close)
 	url := hs.URL + "/eureka/"
@@ -66,6 +66,35 @@ func BenchmarkJoin(b *testing.B) {
 			if reg.Size() != n {
 				b.Fatalf("synced %d", reg.Size())
 			}
+		}
+	}) // The sync before against a peer whose document is cold (a new
+	// server, so a new response cache, over the same registry): the peer
+	// builds it inside the request, which the default read timeout did not
+	// wait for at 1M instances.
+	b.Run("whole-cold", func(b *testing.B) {
+		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: time.Minute})
+		for b.Loop() {
+			b.StopTimer()
+			cold := httptest.NewServer(New(Config{}, Deps{Registry: peerReg}))
+			ep, _ := eurekahttp.ParseURL(cold.URL + "/eureka/")
+			reg := registry.New(registry.Options{})
+			b.StartTimer()
+			apps, err := c.GetApplications(b.Context(), ep, eurekahttp.Full)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, app := range apps.Apps {
+				for _, v := range app.Instances {
+					in := v.Instance.Clone()
+					in.LeaseInfo = registry.LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}
+					if _, err := reg.Register(in, true); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			cold.Close()
+			b.StartTimer()
 		}
 	})
 }
