@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,8 +20,13 @@ import (
 // joiner decodes while reading and registers through RegisterAll);
 // "whole" is the sync before it (the peer's cached document, read whole,
 // decoded, registered one by one), against a warm cache, its best case.
+//
+// GOREKA_JOIN_INSTANCES sets the registry's size (1000000 for the 1M join).
 func BenchmarkJoin(b *testing.B) {
-	const n = 100_000
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("GOREKA_JOIN_INSTANCES")); err == nil && v > 0 {
+		n = v
+	}
 	peer, peerReg := benchServer(b, n)
 	hs := httptest.NewServer(peer)
 	b.Cleanup(hs.Close)
@@ -43,7 +50,7 @@ func BenchmarkJoin(b *testing.B) {
 		// The peer's cold build would trip the default 5 s read timeout
 		// (the failure this replaces): the document is built before the
 		// timer, and a minute allowed.
-		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: time.Minute})
+		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: 5 * time.Minute})
 		ep, _ := eurekahttp.ParseURL(url)
 		if _, err := c.GetApplications(b.Context(), ep, eurekahttp.Full); err != nil {
 			b.Fatal(err)
@@ -72,7 +79,7 @@ func BenchmarkJoin(b *testing.B) {
 	// builds it inside the request, which the default read timeout did not
 	// wait for at 1M instances.
 	b.Run("whole-cold", func(b *testing.B) {
-		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: time.Minute})
+		c := eurekahttp.New(eurekahttp.Config{AcceptGzip: true, ReadTimeout: 5 * time.Minute})
 		for b.Loop() {
 			b.StopTimer()
 			cold := httptest.NewServer(New(Config{}, Deps{Registry: peerReg}))
