@@ -6,6 +6,10 @@ import (
 	"github.com/goreka/goreka/compat"
 )
 
+// Local reports whether the documents are the local registry's alone
+// (false for a relay, Config.Upstream): what StreamFull writes.
+func (b *Builder) Local() bool { return b.upstream == nil }
+
 // StreamFull writes the local registry's full document (no remote
 // regions, full not compact) to w as it encodes it from one registry view,
 // for a peer's start-up sync: exactly the registry at the revision passed
