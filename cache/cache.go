@@ -250,8 +250,13 @@ func (c *Cache) Get(k Key) (*Value, error) {
 		c.noteRegions(k.Regions)
 	}
 	if c.cfg.UseReadOnly {
-		if v, ok := c.ro.get(k); ok {
+		if v, ok, first := c.ro.get(k); ok {
 			c.stats.roHits.Add(1) // one atomic add: the only shared write on the hot path
+			if first && isRegistryDocument(k) && c.cfg.RefreshOnChange {
+				// An unread registry document may have been kept dirty (rebuildDirty):
+				// now that somebody reads it, rebuild it with the next pass.
+				c.signal()
+			}
 			return v, nil
 		}
 	}

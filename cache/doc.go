@@ -31,15 +31,21 @@
 //     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
 //
 // A pass rebuilds only the dirty keys some Get read since they were last built: a key nobody
-// reads (the XML document a start-up probe asked for, a VIP a client fetched once) is removed
-// from the readOnly tier instead, and its next Get loads it as a first Get does
-// (goreka_cache_unread_dropped_total). A key is thus rebuilt at most once per read, never more
-// often than it is asked for, however long a storm lasts; a key read at least once per refresh
-// gap (the delta clients poll) is rebuilt on every pass as before. The price: a registry
-// document nobody read since its last change is built inside the request that asks for it,
-// seconds at 1M instances (BENCHMARKS.md). Keeping such documents and serving their last copy
-// was tried and refused: a joining peer's sync then copied instances cancelled since, ghosts
-// until eviction, where the registry is otherwise exact.
+// reads (a VIP or an application a client fetched once) is removed from the readOnly tier
+// instead, and its next Get loads it as a first Get does (goreka_cache_unread_dropped_total).
+// A key is thus rebuilt at most once per read, never more often than it is asked for, however
+// long a storm lasts; a key read at least once per refresh gap (the delta clients poll) is
+// rebuilt on every pass as before. The registry documents (full and delta, every variant) are
+// the exception: a cold load of one is a whole-registry encode inside the request (seconds at
+// 1M instances, past a client's read timeout), so an unread one keeps its last copy and is
+// rebuilt at most once per UpdateInterval, Eureka's own staleness bound; its first reader gets
+// that copy at once and wakes a pass that brings it up to date. No read waits for the build
+// of a key the readOnly tier holds: while it is rebuilt, readers get its previous payload.
+// Each payload is exactly one registry revision (document builds the full registry and the
+// delta from one outline and records its revision, Value.Revision, which the server sends as
+// X-Goreka-Revision), never a mix of two. An older revision is what Eureka's readOnly tier
+// serves too; the one reader that must not get one, a joining peer's start-up sync, does not
+// read the cache (replication's doc: the sync streams from a registry view).
 //
 // A registration is therefore visible within the refresh gap plus one rebuild, while every full
 // fetch between rebuilds is still a copy of cached bytes. A rebuild reloads only the dirty keys

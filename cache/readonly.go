@@ -39,14 +39,24 @@ func newReadOnly() *readOnly {
 // shardOf hashes only the name, so the variants of one name share a shard.
 func shardOf(k Key) int { return int(xxhash.Sum64String(k.Name) % roShards) }
 
-// get is a reader's lookup: it marks the entry read.
-func (t *readOnly) get(k Key) (*Value, bool) {
+// get is a reader's lookup: it marks the entry read, and first says whether
+// this reader was the first to get it.
+func (t *readOnly) get(k Key) (v *Value, ok, first bool) {
+	e, ok := (*t.shards[shardOf(k)].Load())[k]
+	if !ok {
+		return nil, false, false
+	}
+	if !e.read.Load() {
+		first = e.read.CompareAndSwap(false, true)
+	}
+	return e.v, true, first
+}
+
+// peek returns k's value without marking it read.
+func (t *readOnly) peek(k Key) (*Value, bool) {
 	e, ok := (*t.shards[shardOf(k)].Load())[k]
 	if !ok {
 		return nil, false
-	}
-	if !e.read.Load() {
-		e.read.Store(true)
 	}
 	return e.v, true
 }

@@ -148,10 +148,22 @@ func (c *Cache) rebuildDirty() int {
 	c.mu.Unlock()
 
 	updates := make(map[Key]*Value, len(keys))
-	var failed []Key
+	var failed, kept []Key
 	dropped := 0
+	now := c.now()
 	for _, k := range keys {
-		if !c.ro.wasRead(k) {
+		if isRegistryDocument(k) && !c.ro.wasRead(k) {
+			// The full registry and the delta are never dropped: loading one cold is a
+			// whole-registry encode inside a request (seconds at 1M instances: a joining
+			// peer's sync and a client's read time out), where Eureka always answers from
+			// its readOnly copy. Unread, it is rebuilt at most once per UpdateInterval,
+			// Eureka's own bound on staleness; its first reader wakes a pass (Get), and
+			// once read it is rebuilt on every pass again.
+			if v, ok := c.ro.peek(k); ok && now.Sub(v.Built) < c.cfg.UpdateInterval {
+				kept = append(kept, k)
+				continue
+			}
+		} else if !c.ro.wasRead(k) {
 			// Nobody asked for it since it was built (a probe's XML document, a VIP a
 			// client fetched once): building it again on every change would cost as much
 			// as for the hottest key. It leaves the readOnly tier; the next Get loads it,
@@ -174,6 +186,9 @@ func (c *Cache) rebuildDirty() int {
 	c.ro.publish(updates)
 	for _, k := range failed {
 		c.dirty[k] = struct{}{}
+	}
+	for _, k := range kept {
+		c.dirty[k] = struct{}{} // for a later pass: a change, its first reader, or housekeeping
 	}
 	c.mu.Unlock()
 	c.stats.rebuilds.Add(1)
@@ -286,4 +301,10 @@ func (c *Cache) deleteExpired() {
 		}
 	}
 	c.mu.Unlock()
+}
+
+// isRegistryDocument reports whether k is the full registry or the delta (any variant, any
+// regions).
+func isRegistryDocument(k Key) bool {
+	return k.Entity == Application && (k.Name == AllApps || k.Name == AllAppsDelta)
 }

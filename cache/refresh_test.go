@@ -64,19 +64,19 @@ func TestRefreshOnChangeCoalescesAStorm(t *testing.T) {
 	})
 }
 
-// A key nobody reads is not rebuilt on every change: the first pass after
-// it was read rebuilds it, the next one removes it from the readOnly tier,
-// and the next Get loads the current payload.
+// A key nobody reads (a VIP a client fetched once) is not rebuilt on every
+// change: the first pass after it was read rebuilds it, the next one removes
+// it from the readOnly tier, and the next Get loads the current payload.
 func TestRefreshOnChangeSkipsUnreadKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		c := New(DefaultConfig(), r.load)
-		xml := Key{Entity: Application, Name: AllApps}
+		xml := Key{Entity: VIP, Name: "vip"}
 		mustGet(t, c, xml)
 		startRun(t, c)
 		for range 1000 {
 			r.bump()
-			c.Invalidate("APP", "", "")
+			c.Invalidate("APP", "vip", "")
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(DefaultMinRefreshGap)
@@ -94,11 +94,63 @@ func TestRefreshOnChangeSkipsUnreadKeys(t *testing.T) {
 		}
 		// Read again, it is rebuilt on the next change.
 		r.bump()
-		c.Invalidate("APP", "", "")
+		c.Invalidate("APP", "vip", "")
 		synctest.Wait()
 		wantPayload(t, mustGet(t, c, xml), r.payload(xml, 1001))
 		if s := c.Stats(); s.RebuiltKeys != 2 {
 			t.Fatalf("read key not rebuilt: %+v", s)
+		}
+	})
+}
+
+// The registry documents are never dropped, being the one thing whose cold
+// load costs the whole registry: unread, a dirty one keeps its last copy and
+// is rebuilt at most once per UpdateInterval (Eureka's staleness bound); its
+// first reader wakes a pass that brings it up to date.
+func TestRefreshOnChangeKeepsUnreadRegistryDocuments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		full := Key{Entity: Application, Name: AllApps}
+		mustGet(t, c, full)
+		startRun(t, c)
+		for range 1000 {
+			r.bump()
+			c.Invalidate("APP", "", "")
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+		s := c.Stats()
+		if s.RebuiltKeys != 1 || s.UnreadDropped != 0 || s.ReadOnlyKeys != 1 || s.DirtyKeys != 1 {
+			t.Fatalf("stats after an unread storm = %+v; want one rebuild, the document kept and dirty", s)
+		}
+		loads := r.total.Load()
+		// Its first reader gets the kept copy at once (no load in the request) and
+		// wakes a pass: the next read is current.
+		v := mustGet(t, c, full)
+		if r.total.Load() != loads {
+			t.Fatalf("a read of the kept document loaded it in the request")
+		}
+		if string(v.Plain) == string(r.payload(full, 1000)) {
+			t.Fatalf("the kept copy is already current: the test proves nothing")
+		}
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, full), r.payload(full, 1000))
+
+		// Unread for longer than UpdateInterval, it is rebuilt by housekeeping.
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(DefaultMinRefreshGap)
+		synctest.Wait()
+		r.bump()
+		c.Invalidate("APP", "", "")
+		time.Sleep(2 * DefaultUpdateInterval)
+		synctest.Wait()
+		v, _ = c.ro.peek(full)
+		if string(v.Plain) != string(r.payload(full, 1002)) {
+			t.Fatalf("unread document not rebuilt within two UpdateIntervals: %q", v.Plain)
 		}
 	})
 }

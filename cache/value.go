@@ -55,6 +55,23 @@ type Value struct {
 	NotFound bool
 	// Built is when the loader finished, by Config.Now.
 	Built time.Time
+	// Revision is the registry revision the payload is exactly, when its
+	// loader said (RevisionWriter); 0 when unknown. A payload served while
+	// its rebuild runs is the previous revision's, never a mix.
+	Revision int64
+	// revHeader is Revision as a header value, formatted once.
+	revHeader []string
+}
+
+// RevisionHeader is Revision formatted as a header's values (shared: do
+// not modify), nil when unknown, so that serving it allocates nothing.
+func (v *Value) RevisionHeader() []string { return v.revHeader }
+
+// RevisionWriter is implemented by the writer the cache hands a
+// StreamLoader: a loader that builds a payload from one registry view
+// (document's full registry and delta) records that view's revision.
+type RevisionWriter interface {
+	SetRevision(int64)
 }
 
 // NotModified reports whether the If-None-Match request header value matches the value's
@@ -155,7 +172,11 @@ type valueWriter struct {
 	oldest  time.Time // oldest segment's Built
 	now     func() time.Time
 	reuse   time.Duration
+	rev     int64 // SetRevision's
 }
+
+// SetRevision implements RevisionWriter.
+func (vw *valueWriter) SetRevision(rev int64) { vw.rev = rev }
 
 // Now implements SegmentWriter.
 func (vw *valueWriter) Now() time.Time { return vw.now() }
@@ -291,7 +312,11 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	if !vw.oldest.IsZero() && vw.oldest.Before(built) {
 		built = vw.oldest
 	}
-	return &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built}, nil
+	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev}
+	if vw.rev > 0 {
+		v.revHeader = []string{strconv.FormatInt(vw.rev, 10)}
+	}
+	return v, nil
 }
 
 // String returns the entity's name as Eureka spells it.

@@ -134,6 +134,9 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	} else {
 		o = fr.reg.OutlineApplications(pick)
 	}
+	if rw, ok := w.(cache.RevisionWriter); ok {
+		rw.SetRevision(o.Revision)
+	}
 	header := &registry.Applications{VersionDelta: o.VersionDelta, HashCode: o.HashCode}
 	if ov != nil {
 		header.HashCode = ov.Hash(o.HashCode)

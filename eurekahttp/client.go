@@ -311,6 +311,14 @@ func is2xx(code int) bool { return code >= 200 && code <= 299 }
 // read (at most maxDiscard bytes are dropped): it is returned with a nil
 // body and no error, for the caller's *StatusError.
 func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool) (int, []byte, error) {
+	return c.doWith(ctx, ep, method, path, body, gz, limit, accept, nil, nil)
+}
+
+// doWith is do with extra request headers and, when sink is not nil, the
+// accepted answer's inflated body handed to sink as it arrives (each read
+// still under the read timeout) instead of being buffered; the returned
+// body is then nil and sink's error is the call's.
+func (c *Client) doWith(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool, hdr http.Header, sink func(io.Reader) error) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel, afterFunc: c.afterFunc}
@@ -367,6 +375,9 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 	if ep.Authorization != "" {
 		req.Header.Set("Authorization", ep.Authorization)
 	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
 	u := ep.URL + path
 	resp, err := c.hc.Do(req)
 	w.disarm()
@@ -397,6 +408,16 @@ func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body 
 		defer zr.Close()
 		r = zr
 		guess *= 24
+	}
+	if sink != nil {
+		lr := &limitedReader{r: r, n: limit}
+		if err := sink(lr); err != nil {
+			if lr.over {
+				return resp.StatusCode, nil, fmt.Errorf("%s %s: %w: body larger than %d bytes", method, u, ErrBadResponse, limit)
+			}
+			return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the body: %w", method, u, w.cause(err))
+		}
+		return resp.StatusCode, nil, nil
 	}
 	var buf bytes.Buffer
 	if guess > 0 {

@@ -150,7 +150,19 @@
 // registers every instance as a replication, retrying registry-sync-retries
 // times while nothing was copied. StartupSync is the sync goreka runs before
 // serving (at least one attempt when there are peers); eviction opens for
-// traffic with its count.
+// traffic with its count. The GET is streamed (syncstream.go): the
+// joiner decodes instance by instance as the bytes arrive and registers
+// them in batches (registry.RegisterAll: Register's rules, one write lock
+// per 1024 instances), and it sends X-Goreka-Sync: stream, on which a
+// goreka peer answers from one registry view with its headers at once
+// instead of from its response cache. So the peer's cold build of a
+// document nobody read never meets the read timeout (at 1M instances the
+// joiner used to open empty), and the copy is exactly one revision of the
+// peer's registry: never the older cached copy a reader may be served
+// while a rebuild runs, whose cancelled instances would be ghosts here
+// until eviction. A stock Eureka peer ignores the header and serves its
+// cache, which its timer keeps built. A sync cut short keeps what it
+// copied.
 // SelfRegistrar registers this server with its peers under its application
 // name (spring.application.name, default eureka-server) and heartbeats like a
 // client, so stock Spring peers list it under available-replicas — provided

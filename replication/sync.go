@@ -75,7 +75,12 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 	return 0, errors.Join(lastErrs...)
 }
 
+// syncFrom copies p's registry: streamed and registered in batches as it
+// is decoded when the client can (syncStreamFrom), else fetched whole.
 func (r *Replicator) syncFrom(ctx context.Context, p *peerState, copied map[registry.InstanceKey]bool) (int, error) {
+	if s, ok := r.client.(appStreamer); ok {
+		return r.syncStreamFrom(ctx, s, p, copied)
+	}
 	apps, err := r.client.fetchApps(ctx, &p.peer)
 	if err != nil {
 		return 0, err

@@ -53,6 +53,9 @@ func (s *Server) serveCachedRegions(c *gin.Context, e cache.Entity, name, region
 		}
 	}
 	h["Vary"] = []string{"Accept, Accept-Encoding, X-Eureka-Accept"}
+	if rh := v.RevisionHeader(); rh != nil {
+		h[RevisionHeader] = rh
+	}
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h["Content-Encoding"] = []string{"gzip"}
 		h["Content-Length"] = []string{strconv.Itoa(len(v.Gzip))}
@@ -93,6 +96,9 @@ func (s *Server) serveRegistryDocument(c *gin.Context, name string) {
 	}
 	if asked && !s.regionsReady() {
 		c.Status(http.StatusForbidden)
+		return
+	}
+	if name == cache.AllApps && !asked && syncStreamAsked(c.Request) && s.serveSyncStream(c) {
 		return
 	}
 	s.serveCachedRegions(c, cache.Application, name, regions)
