@@ -86,10 +86,11 @@ type Relay struct {
 	created time.Time
 	apps    map[string]bool // FetchApps, upper case; nil: all
 
-	fwd forwarder
-	hb  heartbeats
-	cp  upstreamCopy
-	m   counters
+	fwd    forwarder
+	hb     heartbeats
+	cp     upstreamCopy
+	recent recentChanges // the copy's changes its deltas carry
+	m      counters
 
 	logMu   sync.Mutex
 	lastLog map[string]time.Time // rate-limited warnings, by kind

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/goreka/goreka/discovery"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +31,7 @@ type upstream struct {
 	reg      *registry.Registry
 	srv      *httptest.Server
 	down     atomic.Bool
+	noDelta  atomic.Bool // GET apps/delta answers 403, as with eureka.server.disable-delta
 	mu       sync.Mutex
 	requests map[string]int // "METHOD path" -> count
 	renews   atomic.Int64   // client renewals applied (OnRenew, not from a peer)
@@ -70,6 +72,10 @@ func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry
 		u.mu.Lock()
 		u.requests[r.Method+" "+r.URL.Path]++
 		u.mu.Unlock()
+		if u.noDelta.Load() && strings.HasSuffix(r.URL.Path, "/apps/delta") {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
 		s.ServeHTTP(w, r)
 	}))
 	t.Cleanup(u.srv.Close)
@@ -660,6 +666,81 @@ func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
 	vip := get("/eureka/vips/core")
 	if ids := idsOf(vip); ids != "CORE/c2" {
 		t.Fatalf("VIP core = %s", ids)
+	}
+}
+
+// A client that fetches its delta less often than the relay refreshes its
+// copy, across a full fetch of the copy (the upstream refused the delta,
+// as after a partition, a hash mismatch or an endpoint switch), still finds
+// every change in the relay's delta and its hash right: before, the delta
+// was the copy's last one, after a full fetch the whole registry without
+// the removals, and every such client fetched everything.
+func TestDeltasCarryTheCopysChangesAcrossFullFetches(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	cc := cache.DefaultConfig()
+	cc.UseReadOnly = false
+	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
+		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
+	s.relay.cfg.OnCopyChange = func(region.Change) {}
+	get := func(path string) *registry.Applications {
+		t.Helper()
+		srv.Cache().Invalidate("", "", "")
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("GET %s = %d", path, w.Code)
+		}
+		doc, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	fetch := func() {
+		t.Helper()
+		if err := s.relay.FetchOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"c1", "c2", "c3"} {
+		up.reg.Register(inst("CORE", id), false)
+	}
+	s.reg.Register(inst("APP", "local"), false)
+	fetch()
+	jc := javaClient{}
+	jc.apply(get("/eureka/apps/"), true)
+
+	up.reg.Cancel("CORE", "c1", false)
+	fetch() // a delta: the copy drops c1
+	up.reg.Register(inst("CORE", "c4"), false)
+	up.reg.StatusUpdate("CORE", "c2", registry.StatusOutOfService, time.Time{}, false)
+	up.noDelta.Store(true)
+	fetch() // a full fetch: the copy gains c4, c2 changes
+	up.reg.Cancel("CORE", "c3", false)
+	fetch() // again a full fetch: the copy drops c3
+	up.noDelta.Store(false)
+	clock.Advance(time.Minute)
+
+	d := get("/eureka/apps/delta")
+	jc.apply(d, false)
+	if jc.hash() != d.HashCode {
+		t.Fatalf("client hash %s after the delta, the delta's %s (delta: %s): the client would fetch the full registry",
+			jc.hash(), d.HashCode, idsOf(d))
+	}
+	want := map[string]registry.Status{"APP/local": registry.StatusUp, "CORE/c2": registry.StatusOutOfService,
+		"CORE/c4": registry.StatusUp}
+	if !maps.Equal(map[string]registry.Status(jc), want) {
+		t.Fatalf("client holds %v, want %v", jc, want)
+	}
+	// Past Eureka's delta retention the copy's changes leave the delta (the
+	// local registry's own queue is pruned by the eviction loop, not run here).
+	clock.Advance(deltaRetention)
+	if ids := idsOf(get("/eureka/apps/delta")); ids != "APP/local" {
+		t.Fatalf("delta after the retention = %s, want only the local APP/local", ids)
 	}
 }
 

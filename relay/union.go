@@ -41,6 +41,9 @@ func (r *Relay) FetchOnce(ctx context.Context) error {
 			switched := r.cp.from != rm
 			r.cp.from, r.cp.lastSuccess, r.cp.lastErr = rm, r.cfg.Now(), ""
 			r.cp.mu.Unlock()
+			if switched {
+				r.recent.note(rm, region.Change{Region: rm.Name()}, r.cfg.Now())
+			}
 			r.pruneRemoved()
 			if switched && r.cfg.OnCopyChange != nil {
 				r.cfg.OnCopyChange(region.Change{Region: rm.Name()})
@@ -66,8 +69,12 @@ func (r *Relay) FetchOnce(ctx context.Context) error {
 // onRemoteChange passes a change of the copy served on.
 func (r *Relay) onRemoteChange(ch region.Change) {
 	r.cp.mu.Lock()
-	served := r.cp.from != nil && r.cp.from.Name() == ch.Region
+	from := r.cp.from
 	r.cp.mu.Unlock()
+	served := from != nil && from.Name() == ch.Region
+	if served {
+		r.recent.note(from, ch, r.cfg.Now())
+	}
 	if served && r.cfg.OnCopyChange != nil {
 		r.cfg.OnCopyChange(ch)
 	}
@@ -92,7 +99,7 @@ func (r *Relay) pruneRemoved() {
 		}
 	}
 	now := r.cfg.Now()
-	expired := false
+	var expired []key
 	r.fwd.mu.Lock()
 	for k, at := range r.fwd.removed {
 		switch {
@@ -100,11 +107,14 @@ func (r *Relay) pruneRemoved() {
 			delete(r.fwd.removed, k)
 		case now.Sub(at) > removedRetention:
 			delete(r.fwd.removed, k)
-			expired = true
+			expired = append(expired, k)
 		}
 	}
 	r.fwd.mu.Unlock()
-	if expired && r.cfg.OnCopyChange != nil {
+	if len(expired) > 0 {
+		r.recent.shown(expired, now)
+	}
+	if len(expired) > 0 && r.cfg.OnCopyChange != nil {
 		r.cfg.OnCopyChange(region.Change{Region: "upstream"})
 	}
 }
@@ -177,10 +187,11 @@ func (r *Relay) Full(local *registry.Applications) *registry.Applications {
 	return out
 }
 
-// Delta is local's delta and the copy's last delta, the hash that of the
-// union's full registry (document's Upstream).
+// Delta is local's delta and the copy's recent changes (recentChanges),
+// the hash that of the union's full registry (document's Upstream).
 func (r *Relay) Delta(localDelta *registry.Applications) *registry.Applications {
-	apps, delta := r.copy()
+	apps, _ := r.copy()
+	delta := r.recent.delta(r.cfg.Now())
 	out := &registry.Applications{VersionDelta: localDelta.VersionDelta, Revision: localDelta.Revision, Apps: slices.Clone(localDelta.Apps)}
 	counts := map[registry.Status]int{}
 	registry.ParseHashCode(localDelta.HashCode, counts)

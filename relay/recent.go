@@ -1,0 +1,197 @@
+package relay
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/goreka/goreka/region"
+	"github.com/goreka/goreka/registry"
+)
+
+// deltaRetention is how long a change of the upstream copy stays in the
+// relay's deltas: Eureka's retention-time-in-m-s-in-delta-queue (180 s),
+// the window its clients' delta fetches are made for.
+const deltaRetention = 3 * time.Minute
+
+// recentChanges is the upstream copy's own recently-changed queue: every
+// instance the copy served added, modified or removed in the last
+// deltaRetention, at its latest state. The relay's deltas carry it rather
+// than the last delta the copy was fetched with: that one is gone at the
+// next fetch (a client fetching less often than the relay missed what it
+// held), and after a full fetch it is the whole registry without the
+// removals (Eureka's remote regions: every client of the relay then found
+// its hash wrong and fetched everything).
+type recentChanges struct {
+	mu      sync.Mutex
+	from    *region.Remote         // the copy the entries describe
+	served  *registry.Applications // that copy as last noted
+	entries map[key]recentEntry    // by application and instance id
+	built   *registry.Applications // entries as a delta; nil: build again
+}
+
+type recentEntry struct {
+	view registry.LeaseView // its Instance's ActionType says the change
+	at   time.Time
+}
+
+// note records what changed in the copy served: ch's instances when the
+// copy is the one noted before (from), else the difference between the two
+// copies (the relay switched upstream endpoints).
+func (c *recentChanges) note(from *region.Remote, ch region.Change, now time.Time) {
+	if from == nil {
+		return
+	}
+	apps, _ := from.Copy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[key]recentEntry{}
+	}
+	prev, prevFrom := c.served, c.from
+	c.from, c.served = from, apps
+	var keys []key
+	switch {
+	case prevFrom == from:
+		for _, in := range ch.Instances {
+			if in != nil {
+				keys = append(keys, key{in.App, in.ID()})
+			}
+		}
+	case prev != nil:
+		keys = changedKeys(prev, apps)
+	default:
+		return // the first copy: clients get it by a full fetch, as the hash tells them
+	}
+	c.record(byName(apps), byName(prev), keys, now)
+}
+
+// shown records keys as changed in the copy noted last (instances it
+// showed all along that the relay hid until now).
+func (c *recentChanges) shown(keys []key, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.served == nil {
+		return
+	}
+	if c.entries == nil {
+		c.entries = map[key]recentEntry{}
+	}
+	c.record(byName(c.served), nil, keys, now)
+}
+
+// record stores each key's latest state: as in cur (ADDED or MODIFIED),
+// else DELETED as it was in before or in an earlier entry. c.mu is held.
+func (c *recentChanges) record(cur, before map[string]*registry.Application, keys []key, now time.Time) {
+	for _, k := range keys {
+		if v, ok := lookup(cur, k); ok {
+			in := v.Instance
+			if in.ActionType != registry.ActionAdded && in.ActionType != registry.ActionModified {
+				in = in.Clone()
+				in.ActionType = registry.ActionModified
+			}
+			v.Instance = in
+			c.entries[k] = recentEntry{view: v, at: now}
+			continue
+		}
+		old, ok := lookup(before, k)
+		if !ok {
+			if e, had := c.entries[k]; had {
+				old, ok = e.view, true
+			}
+		}
+		if !ok {
+			continue
+		}
+		in := old.Instance.Clone()
+		in.ActionType = registry.ActionDeleted
+		old.Instance = in
+		c.entries[k] = recentEntry{view: old, at: now}
+	}
+	if len(keys) > 0 {
+		c.built = nil
+	}
+}
+
+// delta is the entries of the last deltaRetention as a delta document
+// (applications sorted by name, instances by id), without a hash.
+func (c *recentChanges) delta(now time.Time) *registry.Applications {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if now.Sub(e.at) > deltaRetention {
+			delete(c.entries, k)
+			c.built = nil
+		}
+	}
+	if c.built != nil {
+		return c.built
+	}
+	byApp := map[string][]registry.LeaseView{}
+	for k, e := range c.entries {
+		byApp[k.app] = append(byApp[k.app], e.view)
+	}
+	out := &registry.Applications{}
+	for name, vs := range byApp {
+		sortViews(vs)
+		out.Apps = append(out.Apps, registry.Application{Name: name, Instances: vs})
+	}
+	slices.SortFunc(out.Apps, func(a, b registry.Application) int { return cmp.Compare(a.Name, b.Name) })
+	c.built = out
+	return out
+}
+
+// byName indexes a copy's applications by name (a stock upstream's
+// document need not be sorted).
+func byName(apps *registry.Applications) map[string]*registry.Application {
+	if apps == nil {
+		return nil
+	}
+	m := make(map[string]*registry.Application, len(apps.Apps))
+	for i := range apps.Apps {
+		m[apps.Apps[i].Name] = &apps.Apps[i]
+	}
+	return m
+}
+
+// lookup finds k's instance among a copy's applications (byName).
+func lookup(apps map[string]*registry.Application, k key) (registry.LeaseView, bool) {
+	if a := apps[k.app]; a != nil {
+		for _, v := range a.Instances {
+			if v.Instance.ID() == k.id {
+				return v, true
+			}
+		}
+	}
+	return registry.LeaseView{}, false
+}
+
+// changedKeys are the instances that differ between two copies (by
+// content: lease timestamps are not the instance's).
+func changedKeys(prev, next *registry.Applications) []key {
+	seen := map[key]*registry.Instance{}
+	for i := range prev.Apps {
+		for _, v := range prev.Apps[i].Instances {
+			seen[key{prev.Apps[i].Name, v.Instance.ID()}] = v.Instance
+		}
+	}
+	var out []key
+	if next != nil {
+		for i := range next.Apps {
+			for _, v := range next.Apps[i].Instances {
+				k := key{next.Apps[i].Name, v.Instance.ID()}
+				old, had := seen[k]
+				delete(seen, k)
+				if !had || (old != v.Instance && !reflect.DeepEqual(old, v.Instance)) {
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	for k := range seen {
+		out = append(out, k)
+	}
+	return out
+}
