@@ -82,11 +82,6 @@ func (r *Relay) Handler(next http.Handler) http.Handler {
 			return
 		}
 		rel, ok := eurekaPath(req.URL.Path)
-		if ok && rel == "apps" && req.Method == http.MethodGet && strings.HasPrefix(req.UserAgent(), PeerSyncAgent) &&
-			(r.cfg.Authenticate == nil || r.cfg.Authenticate(req)) {
-			r.serveLocal(w)
-			return
-		}
 		if !ok || req.Method == http.MethodGet || req.Method == http.MethodHead {
 			next.ServeHTTP(w, req)
 			return
@@ -116,21 +111,6 @@ func (r *Relay) Handler(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, req)
 	})
-}
-
-// PeerSyncAgent starts the User-Agent of a goreka peer's calls
-// (replication.Config.UserAgent's default), its start-up sync among them.
-const PeerSyncAgent = "goreka-replication"
-
-// serveLocal answers a peer's start-up sync (GET apps) with the local
-// registry alone. The union would hand the peer this relay's copy of the
-// upstream as leases of its own: leases nobody renews there, served over
-// the peer's own copy until they expire, then evicted, which the peer
-// forwards upstream as cancels of the upstream's own instances and hides
-// in its copy.
-func (r *Relay) serveLocal(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = compat.WriteApplications(w, compat.JSON, false, r.reg.Applications())
 }
 
 // maxChain is the longest relay chain kept for an instance (a chain

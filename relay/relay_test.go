@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/goreka/goreka/discovery"
@@ -21,6 +22,7 @@ import (
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
+	"github.com/goreka/goreka/replication"
 	"github.com/goreka/goreka/replication/peertest"
 	"github.com/goreka/goreka/server"
 )
@@ -396,27 +398,31 @@ func TestPeerSyncGetsOnlyLocalInstances(t *testing.T) {
 	if err := s.relay.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	served := 0
-	h := s.relay.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
-	get := func(agent string) *httptest.ResponseRecorder {
+	cc := cache.DefaultConfig()
+	cc.UseReadOnly = false
+	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
+		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
+	h := s.relay.Handler(srv)
+	get := func(peerSync bool) string {
+		t.Helper()
 		req := httptest.NewRequest(http.MethodGet, "/eureka/apps/", nil)
-		req.Header.Set("User-Agent", agent)
 		req.Header.Set("Accept", "application/json")
+		if peerSync {
+			req.Header.Set(replication.SyncHeader, replication.SyncStream) // what a goreka peer's start-up sync sends
+		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
-		return w
+		apps, err := compat.DecodeApplications(bytes.TrimSpace(w.Body.Bytes()), compat.JSON)
+		if err != nil || w.Code != http.StatusOK {
+			t.Fatalf("GET apps/ (peer sync %v): %d %v %s", peerSync, w.Code, err, w.Body)
+		}
+		return idsOf(apps)
 	}
-	w := get(PeerSyncAgent + "/dev")
-	apps, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
-	if err != nil || w.Code != http.StatusOK {
-		t.Fatalf("peer sync: %d %v %s", w.Code, err, w.Body)
+	if ids := get(true); ids != "APP/l1" {
+		t.Fatalf("a peer's sync got %q, want the local APP/l1 only", ids)
 	}
-	if ids := idsOf(apps); ids != "APP/l1" || served != 0 {
-		t.Fatalf("a peer's sync got %q (server asked %d times), want the local APP/l1 only", ids, served)
-	}
-	get("Java-EurekaClient/v1.10.17")
-	if served != 1 {
-		t.Fatal("a client's fetch did not reach the server (the union)")
+	if ids := get(false); ids != "APP/l1 CORE/c1" {
+		t.Fatalf("a client's fetch got %q, want the union", ids)
 	}
 }
 

@@ -98,7 +98,8 @@ func (s *Server) serveRegistryDocument(c *gin.Context, name string) {
 		c.Status(http.StatusForbidden)
 		return
 	}
-	if name == cache.AllApps && !asked && syncStreamAsked(c.Request) && s.serveSyncStream(c) {
+	if name == cache.AllApps && !asked && syncStreamAsked(c.Request) {
+		s.serveSyncStream(c)
 		return
 	}
 	s.serveCachedRegions(c, cache.Application, name, regions)

@@ -39,13 +39,9 @@ func syncStreamAsked(r *http.Request) bool {
 // the peer's read timeout never waits for a build and what it copies is
 // exactly one revision, never an older cached copy (whose cancelled
 // instances would be ghosts on the joiner). gzip at the fastest level when
-// asked: the stream is compressed once, for one reader. It reports false
-// when the documents are not the local registry's (a relay) and the cache
-// serves.
-func (s *Server) serveSyncStream(c *gin.Context) bool {
-	if !s.docs.Local() {
-		return false
-	}
+// asked: the stream is compressed once, for one reader. A relay streams its
+// local registry, not the union its clients read (document.StreamFull).
+func (s *Server) serveSyncStream(c *gin.Context) {
 	r := c.Request
 	f := compat.FormatFromAccept(r.Header.Get("Accept"))
 	w := c.Writer
@@ -102,7 +98,7 @@ func (s *Server) serveSyncStream(c *gin.Context) bool {
 		}
 	}
 	var rev int64
-	_, err := s.docs.StreamFull(writerFunc(write), f, func(revision int64) {
+	err := s.docs.StreamFull(writerFunc(write), f, func(revision int64) {
 		rev = revision
 		stopKeepAlive()
 	})
@@ -114,7 +110,6 @@ func (s *Server) serveSyncStream(c *gin.Context) bool {
 	if err != nil {
 		s.log.Warn("streaming the registry to a peer", "err", err)
 	}
-	return true
 }
 
 type writerFunc func([]byte) (int, error)
