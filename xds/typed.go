@@ -291,7 +291,8 @@ func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.watcherOf(sk, keyed, sub)
-	if w == nil {
+	created := w == nil
+	if created {
 		w = t.newWatcher(sk, keyed, sub)
 	} else {
 		if l := w.last; l != nil && !l.delivered.Load() {
@@ -325,7 +326,13 @@ func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev
 	}
 	v := req.GetVersionInfo()
 	w.req, w.ch, w.dreq, w.dch = req, ch, nil, nil
-	w.fresh = v == "" || !strings.HasPrefix(v, t.prefix)
+	// A new watcher of a known stream knows nothing of what the stream
+	// holds (a reconnect sends the version it had): its first answer goes
+	// out even when nothing changed, so that a resource gone meanwhile (the
+	// last cluster, a listener) is gone at the client too. An unknown
+	// stream's watcher is new on every request and reads what the stream
+	// holds from its subscription.
+	w.fresh = (created && keyed) || v == "" || !strings.HasPrefix(v, t.prefix)
 	return t.open(w), nil
 }
 
@@ -547,6 +554,13 @@ func (w *watcher) resetPending() {
 // nothing is sent (the watch stays open) when nothing is due and the
 // watch is not a first one.
 func (t *typed) respond(w *watcher) {
+	if full(w.ch) || full(w.dch) {
+		// go-control-plane drains a stream's channel (one answer per type)
+		// before each new watch, so this does not happen; should it, a send
+		// would block every push of the namespace under its locks. The
+		// changes stay pending for the stream's next watch or update.
+		return
+	}
 	if w.dch != nil {
 		t.respondDelta(w)
 		return
@@ -650,6 +664,9 @@ func (t *typed) respond(w *watcher) {
 	t.sent(w)
 	ch <- r // buffered: one answer per watch
 }
+
+// full reports whether a buffered channel has no room (false for nil).
+func full[T any](ch chan T) bool { return ch != nil && len(ch) == cap(ch) }
 
 // everything is every resource, for a wildcard answer of a full-state
 // type: one slice per update, shared by the streams.

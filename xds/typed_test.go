@@ -6,6 +6,7 @@ import (
 	"time"
 
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
@@ -119,5 +120,38 @@ func TestDroppedAnswerIsSentAgain(t *testing.T) {
 	s.watch()
 	if got := s.take(); got != nil {
 		t.Errorf("a sent answer was sent again: %v", got)
+	}
+}
+
+// A stream that reconnects with the version it had, after the last of its
+// resources went, gets an answer (without them): a new watcher knows
+// nothing of what the stream holds. Before, its version counted as
+// current and nothing was sent, so the client kept the listener.
+func TestReconnectAfterTheLastResourceWentIsAnswered(t *testing.T) {
+	l, err := marshalAny(resource.ListenerType, &listener.Listener{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTyped(resource.ListenerType, map[string]*anypb.Any{"a": l}, "1")
+	s := newSotwStream(t, c, 1, "a")
+	if got := s.take(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("first answer %v, want a", got)
+	}
+	cancel := s.watch()
+	cancel() // the stream ends
+	c.forget(s.sk)
+	if err := c.update(nil, []string{"a"}, "2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	r := &sotwStream{t: t, c: c, sk: streamKey{id: 2}, sub: stream.NewSotwSubscription([]string{"a"}, true),
+		names: []string{"a"}, ver: s.ver}
+	r.watch()
+	select {
+	case resp := <-r.ch:
+		if got := names(t, resp); len(got) != 0 {
+			t.Fatalf("reconnected stream got %v, want no listener", got)
+		}
+	default:
+		t.Fatal("the reconnected stream got no answer: its client keeps the listener that is gone")
 	}
 }
