@@ -3,10 +3,12 @@ package relay
 import (
 	"cmp"
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/goreka/goreka/apiclient"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
@@ -18,13 +20,111 @@ type upstreamCopy struct {
 	from        *region.Remote // the copy served; nil before a fetch succeeded
 	lastSuccess time.Time
 	lastErr     string
+
+	hc   *http.Client  // the upstream calls' client, for the watch
+	wake chan struct{} // a goreka upstream's watch saw a change: fetch now
 }
 
-func (c *upstreamCopy) init() {}
+func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
 
+// watchGap is the least time between the end of a fetch and a fetch the
+// watch asked for; at least watchDutyCycle times the last fetch's
+// duration, so that a storm of upstream changes (a fleet registering)
+// takes at most a share of the relay's time, however large the deltas.
+const (
+	watchGap       = 200 * time.Millisecond
+	watchDutyCycle = 4
+)
+
+// runFetch refreshes the copy every FetchInterval and, for a goreka
+// upstream, soon after its watch shows a change (watchUpstream): the
+// delta and hash stay the one way the copy is kept, the watch only says
+// when to fetch, so a change upstream reaches this relay's clients in
+// well under a second instead of up to a FetchInterval.
 func (r *Relay) runFetch(ctx context.Context) {
-	r.FetchOnce(ctx)
-	every(ctx, r.cfg.FetchInterval, func() { r.FetchOnce(ctx) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { r.watchUpstream(ctx) })
+	t := time.NewTicker(r.cfg.FetchInterval)
+	defer t.Stop()
+	var took time.Duration
+	for {
+		start := r.cfg.Now()
+		r.FetchOnce(ctx)
+		took = r.cfg.Now().Sub(start)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.cp.wake:
+			gap := time.NewTimer(max(watchGap, watchDutyCycle*took))
+			select {
+			case <-ctx.Done():
+				gap.Stop()
+				return
+			case <-gap.C:
+			}
+		}
+	}
+}
+
+// watchUpstream follows a goreka upstream's watch (GET
+// /goreka/api/v1/watch from the revision it is at) and wakes runFetch on
+// every change of an instance this relay did not send itself (and, with
+// FetchApps, of an app it keeps). A stock upstream, an upstream without
+// the API and a broken stream are tried again every FetchInterval; the
+// timed fetches go on meanwhile.
+func (r *Relay) watchUpstream(ctx context.Context) {
+	for {
+		if r.upstreamKind(ctx) == kindGoreka {
+			r.watchOnce(ctx)
+		}
+		t := time.NewTimer(r.cfg.FetchInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchOnce is one watch of the endpoint in use, until it fails, ctx
+// ends, or the relay switches to another endpoint.
+func (r *Relay) watchOnce(ctx context.Context) {
+	i := r.cur.Load()
+	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc))
+	if err != nil {
+		return
+	}
+	at, err := c.Apps(ctx)
+	if err != nil {
+		return
+	}
+	for ev, err := range c.Watch(ctx, at.Revision) {
+		if err != nil || r.cur.Load() != i {
+			return
+		}
+		if ch := ev.Change; ch != nil && !r.wakesCopy(key{ch.App, ch.ID}) {
+			continue
+		}
+		select {
+		case r.cp.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakesCopy is whether an upstream change of k is news for the copy: not
+// an instance of this relay's own clients (the relay sent it), and one of
+// an app it keeps.
+func (r *Relay) wakesCopy(k key) bool {
+	if r.apps != nil && !r.apps[k.app] {
+		return false
+	}
+	r.fwd.mu.Lock()
+	defer r.fwd.mu.Unlock()
+	return !r.fwd.known[k]
 }
 
 // FetchOnce refreshes the upstream copy from the endpoint in use (the next
