@@ -5,7 +5,7 @@
 #   1. relayed: every relay's clients heartbeat once per INTERVAL (open-loop) for DURATION; the relays
 #      send them aggregated every INTERVAL: heartbeat requests reaching the core (PUT apps/{app}/{id}
 #      and POST goreka/renewals) per client heartbeat sent, and the core's CPU per client heartbeat;
-#   2. direct: CLIENTS clients of the core itself heartbeat at the same total rate for DURATION: the
+#   2. direct: CLIENTS clients of the core itself (registered with the relays' clients) heartbeat at the same total rate for DURATION: the
 #      core's CPU per direct heartbeat (the ratio's denominator);
 #   3. visibility: one registration at relay 1, polled until every delta of the core and of relays
 #      2..RELAYS shows it (PROP_SAMPLES samples).
@@ -15,13 +15,15 @@
 #
 # Env: OUT (default out/bench/relays), GO, RELAYS (10), CLIENTS (10000), APPS (apps per relay, 50),
 # INTERVAL (the clients' and the relays' heartbeat interval, 30s), DURATION (75s), FETCH_INTERVAL (the
-# relays' goreka.relay.fetch-interval, 30s), PROP_SAMPLES (3), PORT (18861). Loopback only; every
+# relays' goreka.relay.fetch-interval, 30s), PROP_SAMPLES (3), PORT (18861), SETTLE (seconds waited after
+# the registrations, 200, every fleet heartbeating: the deltas' 3-minute window, so that neither phase
+# pays for the registrations). Loopback only; every
 # process started here is stopped by its pid on exit; the load runs at nice 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 : "${RELAYS:=10}" "${CLIENTS:=10000}" "${APPS:=50}" "${INTERVAL:=30s}" "${DURATION:=75s}"
-: "${FETCH_INTERVAL:=30s}" "${PROP_SAMPLES:=3}" "${PORT:=18861}"
+: "${FETCH_INTERVAL:=30s}" "${PROP_SAMPLES:=3}" "${PORT:=18861}" "${SETTLE:=200}"
 OUT=${OUT:-$PWD/out/bench/relays}
 mkdir -p "$OUT/bin"
 BENCH=$OUT/bin/goreka-bench
@@ -79,17 +81,30 @@ core_heartbeats() {
 # core_count PREFIX: instances of the fleets PREFIX* in the core's full registry.
 core_count() { curl -s -H 'Accept: application/json' "${CORE}apps/" | grep -o "\"instanceId\":\"$1" | wc -l; }
 
-log "registering $RELAYS x $CLIENTS clients, each fleet at its relay"
+log "registering $RELAYS x $CLIENTS clients, each fleet at its relay, and $CLIENTS direct clients at the core"
 t0=$(date +%s.%N)
 for k in $(seq 1 "$RELAYS"); do
   nice -n 10 "$BENCH" --label="r$k" --target="$(relay_url "$k")" --prefix="r$k" --instances="$CLIENTS" \
     --apps="$APPS" --concurrency=8 --phases= --server-pid="${PIDS[$k]}" >"$OUT/load-r$k.log" 2>&1 &
   PIDS+=("$!")
 done
+nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \
+  --concurrency=8 --phases= --server-pid="$CORE_PID" >"$OUT/load-direct.log" 2>&1 &
+PIDS+=("$!")
 for p in "${PIDS[@]:$((RELAYS + 1))}"; do wait "$p"; done
 want=$((RELAYS * CLIENTS))
-while [ "$(core_count r)" -lt "$want" ]; do sleep 1; done
-log "all $want visible at the core after $(echo "$(date +%s.%N) - $t0" | bc)s"
+while [ "$(core_count r)" -lt "$want" ]; do sleep 5; done
+log "all $want visible at the core after $(echo "$(date +%s.%N) - $t0" | bc)s; ${SETTLE}s of heartbeats (not measured) while the deltas drop them"
+jobs=()
+for k in $(seq 0 "$RELAYS"); do
+  url=$(relay_url "$k") prefix=r$k
+  [ "$k" = 0 ] && prefix=direct
+  nice -n 10 "$BENCH" --label="$prefix" --target="$url" --prefix="$prefix" --instances="$CLIENTS" --apps="$APPS" \
+    --skip-load --phases=heartbeat --mix-interval="$INTERVAL" --duration="${SETTLE}s" >"$OUT/settle-$prefix.log" 2>&1 &
+  jobs+=("$!")
+  PIDS+=("$!")
+done
+for p in "${jobs[@]}"; do wait "$p"; done
 
 log "relayed: $want clients heartbeat every $INTERVAL for $DURATION"
 c0=$(cpu "$CORE_PID") h0=$(core_heartbeats) t0=$(date +%s.%N)
@@ -109,8 +124,6 @@ errs=$(jq -s 'map(.phases.heartbeat.errors) | add' "$OUT"/relayed-r*.json)
 relayed_cpu=$((c1 - c0)) relayed_req=$((h1 - h0))
 
 log "direct: $CLIENTS clients of the core heartbeat at the same total rate for $DURATION"
-nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \
-  --concurrency=8 --phases= --server-pid="$CORE_PID" >"$OUT/load-direct.log" 2>&1
 per=$(echo "${INTERVAL%s} $RELAYS" | awk '{printf "%.3f", $1 / $2}')
 c2=$(cpu "$CORE_PID") h2=$(core_heartbeats)
 nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \

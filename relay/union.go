@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goreka/goreka/apiclient"
@@ -21,8 +22,9 @@ type upstreamCopy struct {
 	lastSuccess time.Time
 	lastErr     string
 
-	hc   *http.Client  // the upstream calls' client, for the watch
-	wake chan struct{} // a goreka upstream's watch saw a change: fetch now
+	hc      *http.Client  // the upstream calls' client, for the watch
+	wake    chan struct{} // a goreka upstream's watch saw a change: fetch now
+	changes atomic.Int64  // changes of the copy served (onRemoteChange)
 }
 
 func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
@@ -31,9 +33,15 @@ func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
 // watch asked for; at least watchDutyCycle times the last fetch's
 // duration, so that a storm of upstream changes (a fleet registering)
 // takes at most a share of the relay's time, however large the deltas.
+// The upstream serves its delta from a cache rebuilt a little after a
+// change (goreka: at least 200 ms apart), so the watch can be ahead of it:
+// after a wake the relay fetches again, watchGap apart, until a fetch
+// brought a change and once more after that (a change the rebuild it saw
+// did not hold yet), at most watchRetries times.
 const (
 	watchGap       = 200 * time.Millisecond
 	watchDutyCycle = 4
+	watchRetries   = 10
 )
 
 // runFetch refreshes the copy every FetchInterval and, for a goreka
@@ -47,22 +55,55 @@ func (r *Relay) runFetch(ctx context.Context) {
 	wg.Go(func() { r.watchUpstream(ctx) })
 	t := time.NewTicker(r.cfg.FetchInterval)
 	defer t.Stop()
-	var took time.Duration
+	// again: fetches still owed to a wake (0: none); seen: one of them
+	// brought a change.
+	again, seen := 0, false
 	for {
+		before := r.cp.changes.Load()
 		start := r.cfg.Now()
 		r.FetchOnce(ctx)
-		took = r.cfg.Now().Sub(start)
+		end := r.cfg.Now()
+		gap := max(watchGap, watchDutyCycle*end.Sub(start))
+		if again > 0 {
+			again--
+			switch {
+			case seen:
+				again = 0 // the trailing fetch is done
+			case r.cp.changes.Load() != before:
+				seen, again = true, 1
+			}
+		}
+		var retry <-chan time.Time
+		var rt *time.Timer
+		if again > 0 {
+			rt = time.NewTimer(gap)
+			retry = rt.C
+		}
+		woken := false
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
+		case <-retry:
 		case <-r.cp.wake:
-			gap := time.NewTimer(max(watchGap, watchDutyCycle*took))
+			woken = true
+		}
+		if rt != nil {
+			rt.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !woken {
+			continue
+		}
+		again, seen = watchRetries, false
+		if wait := end.Add(gap).Sub(r.cfg.Now()); wait > 0 {
+			w := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
-				gap.Stop()
+				w.Stop()
 				return
-			case <-gap.C:
+			case <-w.C:
 			}
 		}
 	}
@@ -168,6 +209,9 @@ func (r *Relay) onRemoteChange(ch region.Change) {
 	r.cp.mu.Lock()
 	served := r.cp.from != nil && r.cp.from.Name() == ch.Region
 	r.cp.mu.Unlock()
+	if served {
+		r.cp.changes.Add(1)
+	}
 	if served && r.cfg.OnCopyChange != nil {
 		r.cfg.OnCopyChange(ch)
 	}
