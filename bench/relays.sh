@@ -78,8 +78,10 @@ core_heartbeats() {
     (/method="PUT"/ && /route="\/eureka\/apps\/:app\/:id"/ || /route="\/eureka\/goreka\/renewals"/) { s += $NF }
     END { printf "%d\n", s }'
 }
-# core_count PREFIX: instances of the fleets PREFIX* in the core's full registry.
-core_count() { curl -s -H 'Accept: application/json' "${CORE}apps/" | grep -o "\"instanceId\":\"$1" | wc -l; }
+# core_registered: client registrations the core has taken (forwarded by the relays, or direct).
+core_registered() {
+  curl -s "${CORE%eureka/}metrics" | awk '/^goreka_registrations_total/ && /replication="false"/ { s += $NF } END { printf "%d\n", s }'
+}
 
 log "registering $RELAYS x $CLIENTS clients, each fleet at its relay, and $CLIENTS direct clients at the core"
 t0=$(date +%s.%N)
@@ -92,9 +94,9 @@ nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances=
   --concurrency=8 --phases= --server-pid="$CORE_PID" >"$OUT/load-direct.log" 2>&1 &
 PIDS+=("$!")
 for p in "${PIDS[@]:$((RELAYS + 1))}"; do wait "$p"; done
-want=$((RELAYS * CLIENTS))
-while [ "$(core_count r)" -lt "$want" ]; do sleep 5; done
-log "all $want visible at the core after $(echo "$(date +%s.%N) - $t0" | bc)s; ${SETTLE}s of heartbeats (not measured) while the deltas drop them"
+want=$((RELAYS * CLIENTS + CLIENTS))
+while [ "$(core_registered)" -lt "$want" ]; do sleep 2; done
+log "all $want registered at the core after $(echo "$(date +%s.%N) - $t0" | bc)s; ${SETTLE}s of heartbeats (not measured) while the deltas drop them"
 jobs=()
 for k in $(seq 0 "$RELAYS"); do
   url=$(relay_url "$k") prefix=r$k
@@ -151,6 +153,6 @@ cat <<EOF | tee "$OUT/result.md"
 | core CPU, relayed phase | $(echo "scale=2; $relayed_cpu / $TICK" | bc) s |
 | direct heartbeats to the core (requests counted there) | $dsent ($direct_req) |
 | core CPU, direct phase | $(echo "scale=2; $direct_cpu / $TICK" | bc) s |
-| core CPU per client heartbeat, relayed / direct (target <= 0.05x) | $(echo "scale=3; ($relayed_cpu / $sent) / ($direct_cpu / $dsent)" | bc)x |
+| core CPU per client heartbeat, relayed / direct (target <= 0.05x) | $(echo "scale=4; ($relayed_cpu * $dsent) / ($direct_cpu * $sent)" | bc)x |
 | registration at relay 1 visible at the core and relays 2..$RELAYS (target <= 1 s) | $vis |
 EOF

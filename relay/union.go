@@ -29,19 +29,18 @@ type upstreamCopy struct {
 
 func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
 
-// watchGap is the least time between the end of a fetch and a fetch the
-// watch asked for; at least watchDutyCycle times the last fetch's
-// duration, so that a storm of upstream changes (a fleet registering)
-// takes at most a share of the relay's time, however large the deltas.
-// The upstream serves its delta from a cache rebuilt a little after a
-// change (goreka: at least 200 ms apart), so the watch can be ahead of it:
-// after a wake the relay fetches again, watchGap apart, until a fetch
-// brought a change and once more after that (a change the rebuild it saw
-// did not hold yet), at most watchRetries times.
+// watchGap is how long after a wake the relay fetches: the upstream
+// serves its delta from a cache rebuilt a little after a change (goreka:
+// at least 200 ms apart), so the watch is ahead of it. Fetches the watch
+// asks for are also at least the last fetch's duration apart, so that a
+// storm of upstream changes (a fleet registering) takes at most half of
+// the relay's time, however large the deltas. When a fetch still found
+// the old delta, the relay fetches again, as far apart, until one brought
+// a change and once more after that (a change the rebuild it saw did not
+// hold yet), at most watchRetries times.
 const (
-	watchGap       = 200 * time.Millisecond
-	watchDutyCycle = 4
-	watchRetries   = 10
+	watchGap     = 200 * time.Millisecond
+	watchRetries = 10
 )
 
 // runFetch refreshes the copy every FetchInterval and, for a goreka
@@ -63,7 +62,7 @@ func (r *Relay) runFetch(ctx context.Context) {
 		start := r.cfg.Now()
 		r.FetchOnce(ctx)
 		end := r.cfg.Now()
-		gap := max(watchGap, watchDutyCycle*end.Sub(start))
+		gap := max(watchGap, end.Sub(start))
 		if again > 0 {
 			again--
 			switch {
@@ -97,7 +96,8 @@ func (r *Relay) runFetch(ctx context.Context) {
 			continue
 		}
 		again, seen = watchRetries, false
-		if wait := end.Add(gap).Sub(r.cfg.Now()); wait > 0 {
+		now := r.cfg.Now()
+		if wait := max(watchGap, end.Add(gap).Sub(now)); wait > 0 {
 			w := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
