@@ -15,7 +15,7 @@
 #
 # Env: OUT (default out/bench/relays), GO, RELAYS (10), CLIENTS (10000), APPS (apps per relay, 50),
 # INTERVAL (the clients' and the relays' heartbeat interval, 30s), DURATION (75s), FETCH_INTERVAL (the
-# relays' goreka.relay.fetch-interval, 30s), PROP_SAMPLES (3), PORT (18861), SETTLE (seconds waited after
+# relays' goreka.relay.fetch-interval, 30s), PROP_SAMPLES (3), PORT (28871), SETTLE (seconds waited after
 # the registrations, 200, every fleet heartbeating: the deltas' 3-minute window, so that neither phase
 # pays for the registrations). Loopback only; every
 # process started here is stopped by its pid on exit; the load runs at nice 10.
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 : "${RELAYS:=10}" "${CLIENTS:=10000}" "${APPS:=50}" "${INTERVAL:=30s}" "${DURATION:=75s}"
-: "${FETCH_INTERVAL:=30s}" "${PROP_SAMPLES:=3}" "${PORT:=18861}" "${SETTLE:=200}"
+: "${FETCH_INTERVAL:=30s}" "${PROP_SAMPLES:=3}" "${PORT:=28871}" "${SETTLE:=200}"
 OUT=${OUT:-$PWD/out/bench/relays}
 mkdir -p "$OUT/bin"
 BENCH=$OUT/bin/goreka-bench
