@@ -151,6 +151,7 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 	}
 	chc := *hc
 	chc.Transport = chainTransport{base: base, id: cfg.ID}
+	r.cp.hc = &chc
 	r.client = eurekahttp.New(eurekahttp.Config{ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout,
 		UserAgent: "goreka-relay", AcceptGzip: true, HTTPClient: &chc})
 	for i, raw := range cfg.Upstream {

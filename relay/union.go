@@ -3,10 +3,13 @@ package relay
 import (
 	"cmp"
 	"context"
+	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/goreka/goreka/apiclient"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
@@ -18,13 +21,151 @@ type upstreamCopy struct {
 	from        *region.Remote // the copy served; nil before a fetch succeeded
 	lastSuccess time.Time
 	lastErr     string
+
+	hc      *http.Client  // the upstream calls' client, for the watch
+	wake    chan struct{} // a goreka upstream's watch saw a change: fetch now
+	changes atomic.Int64  // changes of the copy served (onRemoteChange)
 }
 
-func (c *upstreamCopy) init() {}
+func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
 
+// watchGap is how long after a wake the relay fetches: the upstream
+// serves its delta from a cache rebuilt a little after a change (goreka:
+// at least 200 ms apart), so the watch is ahead of it. Fetches the watch
+// asks for are also at least the last fetch's duration apart, so that a
+// storm of upstream changes (a fleet registering) takes at most half of
+// the relay's time, however large the deltas. When a fetch still found
+// the old delta, the relay fetches again, as far apart, until one brought
+// a change and once more after that (a change the rebuild it saw did not
+// hold yet), at most watchRetries times.
+const (
+	watchGap     = 200 * time.Millisecond
+	watchRetries = 10
+)
+
+// runFetch refreshes the copy every FetchInterval and, for a goreka
+// upstream, soon after its watch shows a change (watchUpstream): the
+// delta and hash stay the one way the copy is kept, the watch only says
+// when to fetch, so a change upstream reaches this relay's clients in
+// well under a second instead of up to a FetchInterval.
 func (r *Relay) runFetch(ctx context.Context) {
-	r.FetchOnce(ctx)
-	every(ctx, r.cfg.FetchInterval, func() { r.FetchOnce(ctx) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { r.watchUpstream(ctx) })
+	t := time.NewTicker(r.cfg.FetchInterval)
+	defer t.Stop()
+	// again: fetches still owed to a wake (0: none); seen: one of them
+	// brought a change.
+	again, seen := 0, false
+	for {
+		before := r.cp.changes.Load()
+		start := r.cfg.Now()
+		r.FetchOnce(ctx)
+		end := r.cfg.Now()
+		gap := max(watchGap, end.Sub(start))
+		if again > 0 {
+			again--
+			switch {
+			case seen:
+				again = 0 // the trailing fetch is done
+			case r.cp.changes.Load() != before:
+				seen, again = true, 1
+			}
+		}
+		var retry <-chan time.Time
+		var rt *time.Timer
+		if again > 0 {
+			rt = time.NewTimer(gap)
+			retry = rt.C
+		}
+		woken := false
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-retry:
+		case <-r.cp.wake:
+			woken = true
+		}
+		if rt != nil {
+			rt.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !woken {
+			continue
+		}
+		again, seen = watchRetries, false
+		now := r.cfg.Now()
+		if wait := max(watchGap, end.Add(gap).Sub(now)); wait > 0 {
+			w := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return
+			case <-w.C:
+			}
+		}
+	}
+}
+
+// watchUpstream follows a goreka upstream's watch (GET
+// /goreka/api/v1/watch from the revision it is at) and wakes runFetch on
+// every change of an instance this relay did not send itself (and, with
+// FetchApps, of an app it keeps). A stock upstream, an upstream without
+// the API and a broken stream are tried again every FetchInterval; the
+// timed fetches go on meanwhile.
+func (r *Relay) watchUpstream(ctx context.Context) {
+	for {
+		if k, _ := r.upstreamKind(ctx); k == kindGoreka {
+			r.watchOnce(ctx)
+		}
+		t := time.NewTimer(r.cfg.FetchInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchOnce is one watch of the endpoint in use, until it fails, ctx
+// ends, or the relay switches to another endpoint.
+func (r *Relay) watchOnce(ctx context.Context) {
+	i := r.cur.Load()
+	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc))
+	if err != nil {
+		return
+	}
+	at, err := c.Apps(ctx)
+	if err != nil {
+		return
+	}
+	for ev, err := range c.Watch(ctx, at.Revision) {
+		if err != nil || r.cur.Load() != i {
+			return
+		}
+		if ch := ev.Change; ch != nil && !r.wakesCopy(key{ch.App, ch.ID}) {
+			continue
+		}
+		select {
+		case r.cp.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakesCopy is whether an upstream change of k is news for the copy: not
+// an instance of this relay's own clients (the relay sent it), and one of
+// an app it keeps.
+func (r *Relay) wakesCopy(k key) bool {
+	if r.apps != nil && !r.apps[k.app] {
+		return false
+	}
+	r.fwd.mu.Lock()
+	defer r.fwd.mu.Unlock()
+	return !r.fwd.known[k]
 }
 
 // FetchOnce refreshes the upstream copy from the endpoint in use (the next
@@ -74,6 +215,7 @@ func (r *Relay) onRemoteChange(ch region.Change) {
 	served := from != nil && from.Name() == ch.Region
 	if served {
 		r.recent.note(from, ch, r.cfg.Now())
+		r.cp.changes.Add(1)
 	}
 	if served && r.cfg.OnCopyChange != nil {
 		r.cfg.OnCopyChange(ch)

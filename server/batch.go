@@ -33,6 +33,28 @@ func (s *Server) batch(c *gin.Context) {
 // (goreka.security.users), whether an item's app is one of them: an item
 // of another app gets a 403 and changes nothing.
 func (s *Server) replicationList(c *gin.Context, what string) (items []compat.ReplicationItem, mayWrite func(app string) bool, ok bool) {
+	body, mayWrite, ok := s.replicationBody(c, what)
+	if !ok {
+		return nil, nil, false
+	}
+	items, ok = decodeReplicationList(c, body)
+	return items, mayWrite, ok
+}
+
+// decodeReplicationList decodes a replication list, answering 400 itself
+// (ok false) for a body that is not one.
+func decodeReplicationList(c *gin.Context, body []byte) ([]compat.ReplicationItem, bool) {
+	items, err := compat.DecodeReplicationList(body)
+	if err != nil {
+		decodeError(c, compat.JSON, err)
+		return nil, false
+	}
+	return items, true
+}
+
+// replicationBody is replicationList's body, not decoded yet (a relay's
+// renewals take a path of their own for the usual shape).
+func (s *Server) replicationBody(c *gin.Context, what string) (body []byte, mayWrite func(app string) bool, ok bool) {
 	body, err := readBody(c.Request, s.cfg.MaxBatchBodyBytes)
 	if errors.Is(err, errBodyTooLarge) {
 		c.Data(http.StatusRequestEntityTooLarge, "text/plain; charset=UTF-8", fmt.Appendf(nil, "%s larger than %d bytes", what, s.cfg.MaxBatchBodyBytes))
@@ -42,12 +64,8 @@ func (s *Server) replicationList(c *gin.Context, what string) (items []compat.Re
 		badRequest(c, "cannot read request body: %v", err)
 		return nil, nil, false
 	}
-	if items, err = compat.DecodeReplicationList(body); err != nil {
-		decodeError(c, compat.JSON, err)
-		return nil, nil, false
-	}
 	if who := batchPrincipal(c); who != nil {
 		mayWrite = who.mayWrite
 	}
-	return items, mayWrite, true
+	return body, mayWrite, true
 }

@@ -14,7 +14,7 @@ import (
 
 // benchServer is a server with n instances and Eureka's default cache
 // (readOnly tier on), the way production runs.
-func benchServer(b *testing.B, n int) (*Server, *registry.Registry) {
+func benchServer(b testing.TB, n int) (*Server, *registry.Registry) {
 	b.Helper()
 	reg := registry.New(registry.Options{})
 	for i := range n {

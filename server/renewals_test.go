@@ -1,7 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/goreka/goreka/compat"
 
 	"github.com/goreka/goreka/registry"
 )
@@ -45,4 +51,85 @@ func TestRenewalsAreClientHeartbeats(t *testing.T) {
 	if w := f.do(t, "POST", "/eureka/goreka/renewals", `not json`, map[string]string{"Content-Type": "application/json"}); w.Code != 400 {
 		t.Fatalf("a body that is no list = %d, want 400", w.Code)
 	}
+}
+
+// renewalsBody is the body a relay posts for n instances of benchServer.
+func renewalsBody(n int) []byte {
+	items := make([]compat.ReplicationItem, n)
+	for i := range items {
+		app := fmt.Sprintf("APP-%03d", i%200)
+		items[i] = compat.ReplicationItem{AppName: app, ID: fmt.Sprintf("host-%05d:%s:8080", i, app), Status: "UP",
+			Action: compat.ActionHeartbeat, LastDirtyTimestamp: 1700000000000 + int64(i), HasLastDirty: i%2 == 0}
+	}
+	return compat.AppendReplicationList(nil, items)
+}
+
+// The body a relay writes takes the scanning path, and an item of it costs
+// no allocation at the core: a request of 1,000 items allocates as often
+// as one of 10.
+func TestRenewalItemDoesNotAllocate(t *testing.T) {
+	if _, ok := scanRenewals(renewalsBody(3)); !ok {
+		t.Fatal("the relay's renewals body is not read by scanRenewals")
+	}
+	srv, _ := benchServer(t, 1000)
+	allocs := func(n int) float64 {
+		body := renewalsBody(n)
+		return testing.AllocsPerRun(20, func() {
+			req := httptest.NewRequest("POST", "/eureka/"+compat.RenewalsPath, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			if w.Code != 200 || strings.Contains(w.Body.String(), "404") {
+				t.Fatalf("renewals = %d %.200s", w.Code, w.Body)
+			}
+		})
+	}
+	if small, big := allocs(10), allocs(1000); big > small {
+		t.Fatalf("renewals allocate %.0f times for 10 items and %.0f for 1,000: an item allocates", small, big)
+	}
+}
+
+// FuzzScanRenewals: whatever scanRenewals reads, the general decoder reads
+// the same way (so the answers do not depend on the path), and the
+// relay's own bodies are read by it.
+func FuzzScanRenewals(f *testing.F) {
+	f.Add(renewalsBody(3))
+	f.Add([]byte(`{"replicationList":[]}`))
+	f.Add([]byte(`{"replicationList":[{"appName":"APP","id":"a1","status":"UP","action":"Heartbeat"},{"appName":"APP","id":"a2","status":"UP","action":"Cancel"}]}`))
+	for _, body := range []string{
+		`{"replicationList":[{"appName":"A\"B","id":"a1","action":"Heartbeat"}]}`,
+		`{"replicationList":[ {"appName":"A","id":"a1","action":"Heartbeat"}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","action":"Heartbeat","lastDirtyTimestamp":007}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","action":"Heartbeat","lastDirtyTimestamp":-5}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","action":"Heartbeat","lastDirtyTimestamp":1.5}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","action":"Heartbeat","lastDirtyTimestamp":"12"}]}`,
+		`{"replicationList":[{"AppName":"A","id":"a1","action":"Heartbeat"}]}`,
+		`{"replicationList":[{"appName":"A","id":null,"action":"Heartbeat"}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","action":"Heartbeat","instanceInfo":null}]}`,
+		`{"replicationList":[{}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1","id":"a2","action":"Heartbeat"}]}`,
+		`{"replicationList":[{"appName":"A","id":"a1"},]}`,
+		`{"replicationList":[{"appName":"A","id":"a1"}],"x":[]}`,
+	} {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := scanRenewals(body)
+		if !ok {
+			return
+		}
+		list, err := compat.DecodeReplicationList(body)
+		if err != nil {
+			t.Fatalf("scanRenewals read %q, which does not decode: %v", body, err)
+		}
+		if len(list) != len(got) {
+			t.Fatalf("scanRenewals read %d items of %q, the decoder %d", len(got), body, len(list))
+		}
+		for i, it := range list {
+			want := renewal{app: it.AppName, id: it.ID, action: string(it.Action), dirty: it.LastDirtyTimestamp, hasDirty: it.HasLastDirty}
+			if got[i] != want {
+				t.Fatalf("item %d of %q: scanRenewals %+v, the decoder %+v", i, body, got[i], want)
+			}
+		}
+	})
 }

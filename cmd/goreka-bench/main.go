@@ -5,6 +5,8 @@
 // the phases, each for a fixed duration at a fixed concurrency:
 //
 //	renew        heartbeats (PUT /apps/{app}/{id}) over the whole fleet
+//	heartbeat    the fleet's heartbeats alone, open-loop: one per instance
+//	             every --mix-interval (as clients send them)
 //	full         GET /apps/ as Spring clients ask: Accept JSON, gzip
 //	delta        GET /apps/delta, gzip JSON
 //	burst        registrations of new instances (cancelled afterwards)
@@ -12,6 +14,7 @@
 //	             every --mix-interval, one full fetch per instance every
 //	             --mix-full-every, sent open-loop at those rates
 //	propagation  register one instance, poll /apps/delta until it shows
+//	             (at every --visible-at server: a relay tier's other readers)
 //	converge     register --converge-instances on --target, poll --peer's
 //	             full registry until all are there
 //
@@ -42,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goreka/goreka/cmd/goreka-bench/fleet"
@@ -103,6 +107,7 @@ type config struct {
 	servers                                      []server
 	jsonDir                                      string
 	propServers                                  string
+	visibleAt                                    string
 }
 
 // server is one server under test; with several, the phases interleave.
@@ -149,7 +154,7 @@ func runCmd(args []string) int {
 	fs.StringVar(&c.target, "target", "http://127.0.0.1:8761/eureka/", "service URL of the server under test")
 	fs.StringVar(&c.peer, "peer", "", "service URL of a second node peered with --target (converge phase)")
 	fs.StringVar(&c.label, "label", "", "name of the server in the output")
-	fs.StringVar(&c.phases, "phases", "renew,full,delta,burst,mix", "comma-separated: renew,full,delta,burst,mix,propagation,propagation-loaded,converge")
+	fs.StringVar(&c.phases, "phases", "renew,full,delta,burst,mix", "comma-separated: renew,heartbeat,full,delta,burst,mix,propagation,propagation-loaded,converge")
 	fs.StringVar(&c.jsonOut, "json", "", "write the result as JSON to this file")
 	fs.StringVar(&c.prefix, "prefix", "bench", "instance name prefix of the fleet")
 	fs.IntVar(&c.n, "instances", 10000, "instances to register (1 to 1000000)")
@@ -171,6 +176,7 @@ func runCmd(args []string) int {
 	fs.IntVar(&c.rounds, "rounds", 1, "run each phase this many times per server (each for --duration), interleaving the servers, and keep the median round")
 	fs.Var(serverFlag{&c.servers}, "server", "label=URL[,pid=N][,startup=S]: a server under test (repeatable; replaces --target); the phases interleave the servers, round by round")
 	fs.StringVar(&c.propServers, "propagation-servers", "", "comma-separated labels the propagation phase measures (default: every server)")
+	fs.StringVar(&c.visibleAt, "visible-at", "", "propagation: comma-separated service URLs whose deltas must all show the instance registered at --target (default --target)")
 	fs.StringVar(&c.jsonDir, "json-dir", "", "with several --server: write LABEL.json here")
 	fs.Parse(args)
 	if c.n < 1 || c.n > 1_000_000 || c.apps < 1 || c.conc < 1 || c.rounds < 1 {
@@ -225,7 +231,7 @@ func run(ctx context.Context, c config) ([]*Result, error) {
 	needFleet := false
 	for _, p := range phases {
 		switch p {
-		case "renew", "full", "delta", "burst", "mix", "propagation", "propagation-loaded", "":
+		case "renew", "heartbeat", "full", "delta", "burst", "mix", "propagation", "propagation-loaded", "":
 			needFleet = needFleet || p != ""
 		case "converge":
 		default:
@@ -388,6 +394,12 @@ func phase(ctx context.Context, cl *client, c config, f fleet.Fleet, name string
 			return cl.cancel(ctx, c.target, b, i)
 		})
 		return r
+	case "heartbeat":
+		return openLoop(ctx, max(c.conc, 64), d, c.maxReq, []stream{
+			{name: "renew", rate: float64(f.N) / c.mixInterval.Seconds(), f: func(ctx context.Context, i int) error {
+				return cl.renew(ctx, c.target, f, i%f.N)
+			}},
+		})
 	case "mix":
 		per := c.mixInterval.Seconds()
 		return openLoop(ctx, max(c.conc, 64), d, c.maxReq, []stream{
@@ -444,28 +456,55 @@ func settle(ctx context.Context, cl *client, target, prefix string, n int, timeo
 func propagation(ctx context.Context, cl *client, c config, k int) (time.Duration, error) {
 	p := fleet.Fleet{Prefix: fmt.Sprintf("%sprobe%d", c.prefix, time.Now().UnixNano()%1_000_000), N: k + 1, Apps: 1}
 	needle := []byte(`"instanceId":"` + p.ID(k) + `"`)
+	readers := []string{c.target}
+	if c.visibleAt != "" {
+		readers = nil
+		for _, u := range strings.Split(c.visibleAt, ",") {
+			readers = append(readers, strings.TrimSuffix(u, "/")+"/")
+		}
+	}
 	t0 := time.Now()
 	if err := cl.register(ctx, c.target, p, k); err != nil {
 		return 0, fmt.Errorf("propagation probe: %w", err)
 	}
 	defer cl.cancel(ctx, c.target, p, k)
+	// The sample is the time until every reader shows it.
+	ds := make([]time.Duration, len(readers))
+	errs := make([]error, len(readers))
+	var wg sync.WaitGroup
+	for i, u := range readers {
+		wg.Go(func() { ds[i], errs[i] = visible(ctx, cl, c, u, needle, t0) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	if len(readers) > 1 {
+		logf("propagation: visible at %s after %v", strings.Join(readers, " "), ds)
+	}
+	return slices.Max(ds), nil
+}
+
+// visible polls u's delta until it shows needle, and returns the time
+// from t0 to that response.
+func visible(ctx context.Context, cl *client, c config, u string, needle []byte, t0 time.Time) (time.Duration, error) {
 	// A delta right after loading holds the whole fleet (50 MB of gzip at
 	// 1M instances): inflate and search a response only when its ETag is
 	// new, and count the time to that response's headers, not to the end of
 	// our search.
 	seenTag := ""
 	for time.Since(t0) < c.propTimeout {
-		gz, tag, at, err := cl.fetchTagged(ctx, c.target+"apps/delta")
+		gz, tag, at, err := cl.fetchTagged(ctx, u+"apps/delta")
 		if err == nil && (tag == "" || tag != seenTag) {
 			seenTag = tag
 			found, small, err := containsGzip(gz, needle)
 			if err != nil {
-				return 0, fmt.Errorf("inflating the delta: %w", err)
+				return 0, fmt.Errorf("inflating the delta of %s: %w", u, err)
 			}
 			if found {
 				if small != nil { // validate what a client would decode, when it is not huge
 					if _, err := compat.DecodeApplications(small, compat.JSON); err != nil {
-						return 0, fmt.Errorf("decoding the delta: %w", err)
+						return 0, fmt.Errorf("decoding the delta of %s: %w", u, err)
 					}
 				}
 				return at.Sub(t0), nil
@@ -473,7 +512,7 @@ func propagation(ctx context.Context, cl *client, c config, k int) (time.Duratio
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("propagation: instance not in /apps/delta after %s", c.propTimeout)
+	return 0, fmt.Errorf("propagation: instance not in %sapps/delta after %s", u, c.propTimeout)
 }
 
 // fetchTagged GETs u as gzip JSON and returns the body as sent, the ETag and
