@@ -101,3 +101,35 @@ func BenchmarkRegister(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkRenew is a heartbeat over the whole fleet, in order, at three
+// registry sizes with 50 instances per application (the ladder's shape):
+// its cost must not grow with the registry (issue 30: 1M <= 1.15x 10k).
+func BenchmarkRenew(b *testing.B) {
+	for _, size := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("size=%dk", size/1000), func(b *testing.B) {
+			r := New(Options{})
+			reqs := make([]RenewRequest, size)
+			for i := range size {
+				app := fmt.Sprintf("BENCH-SERVICE-%05d", i%(size/50))
+				id := fmt.Sprintf("bench-host-%07d.bench.local:%s:8080", i, app)
+				in := inst(app, id, StatusUp)
+				in.Metadata = map[string]string{"management.port": "8080", "zone": "z1"}
+				if _, err := r.Register(in, false); err != nil {
+					b.Fatal(err)
+				}
+				reqs[i] = RenewRequest{App: app, ID: id, LastDirtyTimestamp: in.LastDirtyTimestamp}
+			}
+			// One goroutine: on a shared machine the minimum of a few
+			// runs is then a per-heartbeat figure, not the scheduler's.
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := r.Renew(reqs[i%size]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

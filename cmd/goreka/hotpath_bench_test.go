@@ -92,10 +92,10 @@ func floorRouter() http.Handler {
 	return e
 }
 
-// BenchmarkRenew is the ladder's renew phase (goreka-bench's heartbeats
+// BenchmarkWiredRenew is the ladder's renew phase (goreka-bench's heartbeats
 // over the whole fleet, in its order) through the wired handler at three
 // registry sizes: the cost of a heartbeat must not grow with the registry.
-func BenchmarkRenew(b *testing.B) {
+func BenchmarkWiredRenew(b *testing.B) {
 	for _, size := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("size=%dk", size/1000), func(b *testing.B) {
 			a := wiredApp(b)
