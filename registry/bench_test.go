@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -131,5 +132,48 @@ func BenchmarkRenew(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkBurstRetainedHeap is the ladder's memory question at registry
+// level: the live heap after three registration bursts (each registering
+// and then cancelling 100,000 new instances, as goreka-bench's burst phase
+// does) against the live heap right after loading 100,000, within the
+// delta's retention (the queue not pruned). Metric: heap-after/heap-loaded.
+func BenchmarkBurstRetainedHeap(b *testing.B) {
+	const n = 100_000
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for b.Loop() {
+		base := live()
+		r := New(Options{})
+		for i := range n {
+			app := fmt.Sprintf("BENCH-SERVICE-%04d", i%(n/50))
+			if _, err := r.Register(inst(app, fmt.Sprintf("bench-%06d", i), StatusUp), false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		loaded := live() - base
+		for range 3 {
+			for i := range n {
+				app := fmt.Sprintf("BURST-SERVICE-%04d", i%(n/50))
+				if _, err := r.Register(inst(app, fmt.Sprintf("burst-%06d", i), StatusUp), false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range n {
+				if err := r.Cancel(fmt.Sprintf("BURST-SERVICE-%04d", i%(n/50)), fmt.Sprintf("burst-%06d", i), false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		after := live() - base
+		runtime.KeepAlive(r)
+		b.ReportMetric(float64(after)/float64(loaded), "after/loaded")
+		b.ReportMetric(float64(loaded)/n, "B/instance")
 	}
 }

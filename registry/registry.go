@@ -67,9 +67,13 @@ type Registry struct {
 	// (AppStatusCounts), kept with counts by countLocked.
 	appCounts map[string]map[Status]int
 	size      int
-	recent    []change // recently changed queue, oldest first
-	expected  int
-	rev       int64 // revision of the last change
+	recent    []change // recently changed queue, oldest first; l nil: superseded
+	// recentSeq is the sequence number of each instance's newest entry in
+	// recent, whose head entry has number recentBase (outline.go).
+	recentSeq  map[InstanceKey]int64
+	recentBase int64
+	expected   int
+	rev        int64 // revision of the last change
 	// static holds the configured static registrations as prepared
 	// (static.go); staticN counts their leases.
 	static  map[InstanceKey]*Instance
@@ -123,6 +127,7 @@ func New(o Options) *Registry {
 		appCounts:   make(map[string]map[Status]int),
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
+		recentSeq:   make(map[InstanceKey]int64),
 		static:      make(map[InstanceKey]*Instance),
 		imported:    make(map[InstanceKey]*Instance),
 		expected:    o.ExpectedClients,
