@@ -8,9 +8,9 @@ import "hash/maphash"
 // group's control word, slot and key bytes, and at 100k instances and more
 // none of it is in the CPU's caches: a heartbeat at 100k cost 1.28x its 10k
 // figure, nearly all of it those misses. One table with integer keys is one
-// control word and slot; the lease's own key (app and id, held in the lease
-// next to its hot fields) confirms the match. Leases whose keys share a hash
-// are chained through lease.next.
+// control word and slot; the lease's instance (which the heartbeat reads
+// anyway) confirms the match. Leases whose keys share a hash are chained
+// through lease.next.
 
 // keyHash is the index's hash of app/id.
 func (r *Registry) keyHash(app, id string) uint64 {
@@ -26,7 +26,7 @@ func (r *Registry) keyHash(app, id string) uint64 {
 // r.mu (read or write).
 func (r *Registry) leaseLocked(app, id string) *lease {
 	for l := r.byKey[r.keyHash(app, id)]; l != nil; l = l.next {
-		if l.id == id && l.app == app {
+		if l.inst.ID() == id && l.inst.App == app {
 			return l
 		}
 	}
@@ -42,7 +42,7 @@ func (r *Registry) indexLocked(app, id string, old, l *lease) {
 		head = unchain(head, old)
 	}
 	if l != nil {
-		l.app, l.id, l.next = app, id, head
+		l.next = head
 		head = l
 	}
 	if head == nil {

@@ -55,13 +55,13 @@ func TestIndexMatchesTheApplicationMaps(t *testing.T) {
 // and removed one by one through the chain.
 func TestIndexChainsLeasesOfOneHash(t *testing.T) {
 	r := New(Options{})
-	a := &lease{inst: &Instance{}}
-	b := &lease{inst: &Instance{}}
+	a := &lease{inst: &Instance{App: "A", InstanceID: "1"}}
+	b := &lease{inst: &Instance{App: "B", InstanceID: "2"}}
 	r.indexLocked("A", "1", nil, a)
 	h := r.keyHash("A", "1")
 	// b under another key, chained in front of a in a's slot, as a
 	// collision would put it.
-	b.app, b.id, b.next = "B", "2", a
+	b.next = a
 	r.byKey[h] = b
 	if r.leaseLocked("A", "1") != a {
 		t.Fatal("A/1 not found behind another key in its chain")

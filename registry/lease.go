@@ -30,9 +30,8 @@ const (
 // lastUpdate is atomic because Renew runs under the read lock.
 type lease struct {
 	// What a heartbeat reads and writes comes first, to share cache lines:
-	// the key the index matches (index.go), the instance, the timestamps
-	// it sets, the revision and flags it checks.
-	app, id    string // the lease's key, set when it is stored (indexLocked)
+	// the index chain (index.go), the instance, the timestamps it sets,
+	// the revision and flags it checks.
 	next       *lease // the next lease in its index chain; under the write lock
 	inst       *Instance
 	lastUpdate atomic.Int64 // unix nanoseconds (Eureka's lastUpdateTimestamp)

@@ -105,18 +105,23 @@ func (r *Registry) OutlineDelta(pick func([]AppOutline) []bool) *Outline {
 // once, in its current state, so an older entry only kept its lease (and
 // the instance it held) in memory until the retention dropped it. A
 // registration burst that registers and cancels the same instances again
-// and again then holds one entry per instance, not one per change.
+// and again then holds one entry per instance, not one per change. The
+// entries are found by keyHash; an entry of another instance with the same
+// hash is left as it is (it then costs memory, never a delta line).
 func (r *Registry) noteRecentLocked(l *lease, now time.Time) {
-	k := InstanceKey{l.inst.App, l.inst.ID()}
+	app, id := l.inst.App, l.inst.ID()
+	h := r.keyHash(app, id)
 	r.recent = append(r.recent, change{l, now})
-	r.recentCount[k.App]++
-	if seq, ok := r.recentSeq[k]; ok {
-		if i := seq - r.recentBase; i >= 0 && i < int64(len(r.recent)-1) && r.recent[i].l != nil {
-			r.recent[i].l = nil
-			r.forgetRecentLocked(k.App)
+	r.recentCount[app]++
+	if seq, ok := r.recentSeq[h]; ok {
+		if i := seq - r.recentBase; i >= 0 && i < int64(len(r.recent)-1) {
+			if old := r.recent[i].l; old != nil && old.inst.App == app && old.inst.ID() == id {
+				r.recent[i].l = nil
+				r.forgetRecentLocked(app)
+			}
 		}
 	}
-	r.recentSeq[k] = r.recentBase + int64(len(r.recent)-1)
+	r.recentSeq[h] = r.recentBase + int64(len(r.recent)-1)
 }
 
 // forgetRecentLocked accounts for a queue entry of app being pruned, and

@@ -227,10 +227,9 @@ func (r *Registry) PruneRecentlyChanged(retention time.Duration) {
 	n := 0
 	for n < len(r.recent) && r.recent[n].at.Before(cutoff) {
 		if l := r.recent[n].l; l != nil {
-			k := InstanceKey{l.inst.App, l.inst.ID()}
-			r.forgetRecentLocked(k.App)
-			if r.recentSeq[k] == r.recentBase+int64(n) {
-				delete(r.recentSeq, k)
+			r.forgetRecentLocked(l.inst.App)
+			if h := r.keyHash(l.inst.App, l.inst.ID()); r.recentSeq[h] == r.recentBase+int64(n) {
+				delete(r.recentSeq, h)
 			}
 		}
 		n++

@@ -69,8 +69,9 @@ type Registry struct {
 	size      int
 	recent    []change // recently changed queue, oldest first; l nil: superseded
 	// recentSeq is the sequence number of each instance's newest entry in
-	// recent, whose head entry has number recentBase (outline.go).
-	recentSeq  map[InstanceKey]int64
+	// recent, by keyHash, whose head entry has number recentBase
+	// (outline.go).
+	recentSeq  map[uint64]int64
 	recentBase int64
 	expected   int
 	rev        int64 // revision of the last change
@@ -127,7 +128,7 @@ func New(o Options) *Registry {
 		appCounts:   make(map[string]map[Status]int),
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
-		recentSeq:   make(map[InstanceKey]int64),
+		recentSeq:   make(map[uint64]int64),
 		static:      make(map[InstanceKey]*Instance),
 		imported:    make(map[InstanceKey]*Instance),
 		expected:    o.ExpectedClients,
