@@ -29,33 +29,29 @@ const (
 // inst is replaced, never mutated, and only under the registry's write lock;
 // lastUpdate is atomic because Renew runs under the read lock.
 type lease struct {
-	// What a heartbeat reads and writes comes first, to share cache lines:
-	// the index chain (index.go), the instance, the timestamps it sets,
-	// the revision and flags it checks.
-	next       *lease // the next lease in its index chain; under the write lock
 	inst       *Instance
+	registered time.Time
 	lastUpdate atomic.Int64 // unix nanoseconds (Eureka's lastUpdateTimestamp)
+	eviction   time.Time    // set once, on cancel or eviction
+	serviceUp  time.Time
+	rev        int64 // revision of the last change; under the write lock
+
 	// beat is the last heartbeat or registration, from anyone (unix
 	// nanoseconds), without the quirk of lastUpdate.
 	beat atomic.Int64
 	// direct is the last heartbeat or registration that came from the
 	// instance itself, not from a peer (unix nanoseconds; 0 if none).
 	direct atomic.Int64
-	rev    int64 // revision of the last change; under the write lock
-	// static marks a lease-less registration (static.go): it never
-	// expires. source is empty for a static one, the importer's name for
-	// an imported one (imported.go). Set before the lease is stored.
-	static bool
 	// down is why goreka itself serves the instance as DOWN (health.go);
 	// own is the stored instance as it would be without that, set while
 	// down replaced its UP. Both under the write lock.
 	down DownCause
 	own  *Instance
-
-	registered time.Time
-	eviction   time.Time // set once, on cancel or eviction
-	serviceUp  time.Time
-	source     string
+	// static marks a lease-less registration (static.go): it never
+	// expires. source is empty for a static one, the importer's name for
+	// an imported one (imported.go). Set before the lease is stored.
+	static bool
+	source string
 }
 
 // newLease starts a lease for in, whose LeaseInfo is defaulted.

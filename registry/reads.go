@@ -13,7 +13,7 @@ import (
 func (r *Registry) Get(app, id string) (LeaseView, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	l := r.leaseLocked(strings.ToUpper(app), id)
+	l := r.apps[strings.ToUpper(app)][id]
 	if l == nil {
 		return LeaseView{}, false
 	}

@@ -59,10 +59,9 @@ type Registry struct {
 
 	mu        sync.RWMutex
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
-	byKey     map[uint64]*lease            // the same leases by keyHash (index.go)
-	seed      maphash.Seed
-	overrides map[string]Status // id -> status (overriddenInstanceStatusMap)
-	counts    map[Status]int    // instances per status, for apps__hashcode
+	seed      maphash.Seed                 // of keyHash (keyhash.go)
+	overrides map[string]Status            // id -> status (overriddenInstanceStatusMap)
+	counts    map[Status]int               // instances per status, for apps__hashcode
 	// appCounts are the instances of each application per status
 	// (AppStatusCounts), kept with counts by countLocked.
 	appCounts map[string]map[Status]int
@@ -121,7 +120,6 @@ func New(o Options) *Registry {
 		maxN:        o.MaxInstances,
 		keepImp:     o.KeepImported,
 		apps:        make(map[string]map[string]*lease),
-		byKey:       make(map[uint64]*lease),
 		seed:        maphash.MakeSeed(),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),

@@ -83,7 +83,7 @@ func (r *Registry) RegisterFor(pathApp string, in *Instance, fromPeer bool) (*In
 // registerLocked is the body of register for a prepared instance.
 func (r *Registry) registerLocked(in *Instance, fromPeer bool, now time.Time) *Instance {
 	id := in.ID()
-	existing := r.leaseLocked(in.App, id)
+	existing := r.apps[in.App][id]
 	var prev Status
 	reg := in
 	if existing != nil {
@@ -215,7 +215,7 @@ func (r *Registry) Renew(req RenewRequest) error {
 	now := r.now()
 
 	r.mu.RLock()
-	l := r.leaseLocked(app, req.ID)
+	l := r.apps[app][req.ID]
 	if l == nil {
 		r.mu.RUnlock()
 		return ErrNotFound
@@ -258,7 +258,7 @@ func (r *Registry) Renew(req RenewRequest) error {
 // alive again.
 func (r *Registry) renewCorrecting(app string, req RenewRequest, now time.Time) error {
 	r.mu.Lock()
-	l := r.leaseLocked(app, req.ID)
+	l := r.apps[app][req.ID]
 	if l == nil {
 		r.mu.Unlock()
 		return ErrNotFound
@@ -428,7 +428,6 @@ func (r *Registry) storeLocked(app, id string, old, l *lease) {
 // set when it opens for traffic (eviction.OpenAfterStartup), from the count.
 // The caller holds the write lock.
 func (r *Registry) placeLocked(app, id string, old, l *lease) {
-	r.indexLocked(app, id, old, l)
 	group := r.apps[app]
 	if l == nil {
 		delete(group, id)
