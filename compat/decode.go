@@ -126,6 +126,16 @@ func dataCenterName(name string) (string, error) {
 // (InstanceStatus.toEnum); in JSON they are case-sensitive (EnumLookup).
 // Unknown statuses become UNKNOWN. The result is normalized.
 func (w *wireInstance) toLeaseView(f Format) (*registry.LeaseView, error) {
+	v := new(registry.LeaseView)
+	if err := w.fill(f, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// fill is toLeaseView into *v, which it does not keep: a caller that wants
+// the instance only (DecodeInstance) keeps v on its stack.
+func (w *wireInstance) fill(f Format, v *registry.LeaseView) error {
 	in := &registry.Instance{
 		InstanceID:           w.InstanceID.s,
 		HostName:             w.HostName.s,
@@ -156,24 +166,24 @@ func (w *wireInstance) toLeaseView(f Format) (*registry.LeaseView, error) {
 	var err error
 	if w.Port != nil {
 		if in.Port, err = w.Port.toPort(defaultPort, true, "port"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if w.SecurePort != nil {
 		if in.SecurePort, err = w.SecurePort.toPort(defaultSecurePort, false, "securePort"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if w.CountryID.ok {
 		n, err := parseInt(w.CountryID, "countryId")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.CountryID = int(n)
 	}
 	if dc := w.DataCenterInfo; dc != nil {
 		if in.DataCenterInfo.Name, err = dataCenterName(dc.Name.s); err != nil {
-			return nil, err
+			return err
 		}
 		if in.DataCenterInfo.Name == "" && dc.Class.s == classAmazonInfo {
 			in.DataCenterInfo.Name = registry.DataCenterAmazon
@@ -187,22 +197,22 @@ func (w *wireInstance) toLeaseView(f Format) (*registry.LeaseView, error) {
 	}
 	in.IsCoordinatingDiscoveryServer = strings.EqualFold(w.IsCoordinating.s, "true")
 	if in.LastUpdatedTimestamp, err = parseMillis(w.LastUpdatedTimestamp, "lastUpdatedTimestamp"); err != nil {
-		return nil, err
+		return err
 	}
 	if in.LastDirtyTimestamp, err = parseMillis(w.LastDirtyTimestamp, "lastDirtyTimestamp"); err != nil {
-		return nil, err
+		return err
 	}
 	switch a := registry.ActionType(w.ActionType.s); a {
 	case registry.ActionAdded, registry.ActionModified, registry.ActionDeleted:
 		in.ActionType = a
 	}
-	v := &registry.LeaseView{Instance: in}
+	*v = registry.LeaseView{Instance: in}
 	if l := w.LeaseInfo; l != nil {
 		if v.RenewalInterval, err = parseSecs(l.RenewalInterval, "leaseInfo.renewalIntervalInSecs"); err != nil {
-			return nil, err
+			return err
 		}
 		if v.Duration, err = parseSecs(l.Duration, "leaseInfo.durationInSecs"); err != nil {
-			return nil, err
+			return err
 		}
 		last := l.LastRenewal
 		if !last.ok {
@@ -219,14 +229,14 @@ func (w *wireInstance) toLeaseView(f Format) (*registry.LeaseView, error) {
 			{&v.ServiceUpTimestamp, l.ServiceUp, "leaseInfo.serviceUpTimestamp"},
 		} {
 			if *ts.dst, err = parseMillis(ts.v, ts.name); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		in.LeaseInfo = registry.LeaseInfo{RenewalInterval: v.RenewalInterval, Duration: v.Duration}
 	}
 	applySpringInstanceID(in)
 	in.Normalize()
-	return v, nil
+	return nil
 }
 
 // applySpringInstanceID is Spring Cloud's CloudJacksonJson rule: without an
@@ -249,8 +259,13 @@ func applySpringInstanceID(in *registry.Instance) {
 func (p *wirePort) toPort(defNumber int, defEnabled bool, name string) (registry.Port, error) {
 	out := registry.Port{Number: defNumber, Enabled: defEnabled}
 	if p.Number.ok {
-		n, err := parseInt(p.Number, name+".$")
+		n, err := parseInt(p.Number, name)
 		if err != nil {
+			// The field's name only now: name+".$" up front cost every
+			// registration an allocation per port.
+			if fe, ok := err.(*fieldError); ok {
+				fe.name += ".$"
+			}
 			return out, err
 		}
 		out.Number = int(n)

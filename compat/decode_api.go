@@ -13,8 +13,8 @@ func DecodeInstance(body []byte, f Format) (*registry.Instance, error) {
 	if f == JSON {
 		var w wireInstance
 		if fastInstance(body, &w) {
-			v, err := w.toLeaseView(JSON)
-			if err != nil {
+			var v registry.LeaseView
+			if err := w.fill(JSON, &v); err != nil {
 				return nil, decodeErr(JSON, "bad instance", err)
 			}
 			return v.Instance, nil

@@ -260,7 +260,7 @@ func (s *fastJSON) scalar(v *wireValue) bool {
 	switch s.peek() {
 	case '"':
 		b, ok := s.rawString()
-		*v = wireValue{s: string(b), ok: true}
+		*v = wireValue{s: intern(b), ok: true}
 		return ok
 	case 'n':
 		*v = wireValue{}
@@ -275,7 +275,80 @@ func (s *fastJSON) scalar(v *wireValue) bool {
 		return false
 	}
 	b, ok := s.number()
-	*v = wireValue{s: string(b), ok: true}
+	*v = wireValue{s: intern(b), ok: true}
+	return ok
+}
+
+// intern is string(b), without an allocation for the values nearly every
+// registration carries (statuses, booleans, the data centre's class and
+// name, the action, the usual ports and lease timings): a register body
+// decodes with a dozen fewer allocations, and stored instances share these
+// strings instead of holding a copy each. The switch on string(b) does not
+// allocate.
+func intern(b []byte) string {
+	switch string(b) {
+	case "UP":
+		return "UP"
+	case "DOWN":
+		return "DOWN"
+	case "STARTING":
+		return "STARTING"
+	case "OUT_OF_SERVICE":
+		return "OUT_OF_SERVICE"
+	case "UNKNOWN":
+		return "UNKNOWN"
+	case "true":
+		return "true"
+	case "false":
+		return "false"
+	case "ADDED":
+		return "ADDED"
+	case "MODIFIED":
+		return "MODIFIED"
+	case "DELETED":
+		return "DELETED"
+	case "MyOwn":
+		return "MyOwn"
+	case "Amazon":
+		return "Amazon"
+	case classDefaultDataCenter:
+		return classDefaultDataCenter
+	case classAmazonInfo:
+		return classAmazonInfo
+	case "80":
+		return "80"
+	case "443":
+		return "443"
+	case "8080":
+		return "8080"
+	case "30":
+		return "30"
+	case "90":
+		return "90"
+	}
+	return string(b)
+}
+
+// prefixOf is b as a string, sharing the bytes of s when b is a prefix of
+// it (a host name is the start of Spring's default instance id,
+// host:app:port): one allocation less per registration, and one copy less
+// per stored instance.
+func prefixOf(s string, b []byte) string {
+	if len(b) <= len(s) && s[:len(b)] == string(b) {
+		return s[:len(b)]
+	}
+	return intern(b)
+}
+
+// sharedScalar is scalar for a value that is often a prefix of (or equal
+// to) an earlier one, like (as prefixOf) the host name of the instance id or
+// the secure VIP address of the VIP address.
+func (s *fastJSON) sharedScalar(v *wireValue, earlier wireValue) bool {
+	if !earlier.ok || s.peek() != '"' {
+		return s.scalar(v)
+	}
+	b, ok := s.rawString()
+	*v = wireValue{s: prefixOf(earlier.s, b), ok: true}
 	return ok
 }
 
@@ -332,7 +405,7 @@ func (s *fastJSON) instance(w *wireInstance) bool {
 		case "instanceId":
 			return s.scalar(&w.InstanceID)
 		case "hostName":
-			return s.scalar(&w.HostName)
+			return s.sharedScalar(&w.HostName, w.InstanceID)
 		case "app":
 			return s.scalar(&w.App)
 		case "appGroupName":
@@ -370,13 +443,13 @@ func (s *fastJSON) instance(w *wireInstance) bool {
 		case "vipAddress":
 			return s.scalar(&w.VIPAddress)
 		case "secureVipAddress":
-			return s.scalar(&w.SecureVIPAddress)
+			return s.sharedScalar(&w.SecureVIPAddress, w.VIPAddress)
 		case "isCoordinatingDiscoveryServer":
 			return s.scalar(&w.IsCoordinating)
 		case "lastUpdatedTimestamp":
 			return s.scalar(&w.LastUpdatedTimestamp)
 		case "lastDirtyTimestamp":
-			return s.scalar(&w.LastDirtyTimestamp)
+			return s.sharedScalar(&w.LastDirtyTimestamp, w.LastUpdatedTimestamp)
 		case "actionType":
 			return s.scalar(&w.ActionType)
 		case "asgName":
@@ -519,9 +592,28 @@ func (s *fastJSON) root(root string, value func() bool) bool {
 }
 
 // fastInstance decodes {"instance":{...}} into w; false: use encoding/json.
+// It reads the body once: each "instance" member is decoded where it stands
+// (a later one replaces it, as root's last one wins), instead of root's
+// validating pass followed by a second read of the value.
 func fastInstance(body []byte, w *wireInstance) bool {
 	s := &fastJSON{b: body}
-	return s.root("instance", func() bool { return s.instance(w) })
+	found := false
+	ok := s.object(func(key []byte) bool {
+		if string(key) != "instance" {
+			return s.skipValue()
+		}
+		if s.peek() == 'n' {
+			found = false
+			return s.literal("null")
+		}
+		*w, found = wireInstance{}, true
+		return s.instance(w)
+	})
+	if !ok || !found {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
 }
 
 // fastApplications decodes {"applications":{...}}; false: use encoding/json.

@@ -7,8 +7,8 @@ import (
 )
 
 // AppOutline is one application in an Outline: its name, the revision of
-// its last change and its size (instances in a full outline, entries of the
-// recently-changed queue in a delta outline). Two outlines of one
+// its last change and its size (instances in a full outline, instances with
+// an entry in the recently-changed queue in a delta outline). Two outlines of one
 // application with the same Revision and Count describe the same document
 // content, apart from renewal timestamps (heartbeats are not changes).
 type AppOutline struct {
@@ -85,6 +85,9 @@ func (r *Registry) OutlineDelta(pick func([]AppOutline) []bool) *Outline {
 		return out
 	}
 	for _, c := range r.recent {
+		if c.l == nil {
+			continue
+		}
 		if g := picked[c.l.inst.App]; g != nil {
 			g[c.l.inst.ID()] = c.l
 		}
@@ -97,10 +100,28 @@ func (r *Registry) OutlineDelta(pick func([]AppOutline) []bool) *Outline {
 	return out
 }
 
-// noteRecentLocked appends a change to the recently-changed queue.
+// noteRecentLocked appends a change to the recently-changed queue and
+// clears the instance's earlier entry, if any: a delta lists each instance
+// once, in its current state, so an older entry only kept its lease (and
+// the instance it held) in memory until the retention dropped it. A
+// registration burst that registers and cancels the same instances again
+// and again then holds one entry per instance, not one per change. The
+// entries are found by keyHash; an entry of another instance with the same
+// hash is left as it is (it then costs memory, never a delta line).
 func (r *Registry) noteRecentLocked(l *lease, now time.Time) {
+	app, id := l.inst.App, l.inst.ID()
+	h := r.keyHash(app, id)
 	r.recent = append(r.recent, change{l, now})
-	r.recentCount[l.inst.App]++
+	r.recentCount[app]++
+	if seq, ok := r.recentSeq[h]; ok {
+		if i := seq - r.recentBase; i >= 0 && i < int64(len(r.recent)-1) {
+			if old := r.recent[i].l; old != nil && old.inst.App == app && old.inst.ID() == id {
+				r.recent[i].l = nil
+				r.forgetRecentLocked(app)
+			}
+		}
+	}
+	r.recentSeq[h] = r.recentBase + int64(len(r.recent)-1)
 }
 
 // forgetRecentLocked accounts for a queue entry of app being pruned, and

@@ -97,6 +97,9 @@ func (r *Registry) Delta() *Applications {
 	out := &Applications{VersionDelta: r.versionDelta.Add(1), HashCode: hashCode(r.counts), Revision: r.rev}
 	byApp := make(map[string]map[string]*lease)
 	for _, c := range r.recent {
+		if c.l == nil {
+			continue
+		}
 		in := c.l.inst
 		g := byApp[in.App]
 		if g == nil {
@@ -223,11 +226,17 @@ func (r *Registry) PruneRecentlyChanged(retention time.Duration) {
 	defer r.mu.Unlock()
 	n := 0
 	for n < len(r.recent) && r.recent[n].at.Before(cutoff) {
-		r.forgetRecentLocked(r.recent[n].l.inst.App)
+		if l := r.recent[n].l; l != nil {
+			r.forgetRecentLocked(l.inst.App)
+			if h := r.keyHash(l.inst.App, l.inst.ID()); r.recentSeq[h] == r.recentBase+int64(n) {
+				delete(r.recentSeq, h)
+			}
+		}
 		n++
 	}
 	if n > 0 {
 		r.recent = slices.Delete(r.recent, 0, n)
+		r.recentBase += int64(n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,15 +59,21 @@ type Registry struct {
 
 	mu        sync.RWMutex
 	apps      map[string]map[string]*lease // app name (upper case) -> id -> lease
+	seed      maphash.Seed                 // of keyHash (keyhash.go)
 	overrides map[string]Status            // id -> status (overriddenInstanceStatusMap)
 	counts    map[Status]int               // instances per status, for apps__hashcode
 	// appCounts are the instances of each application per status
 	// (AppStatusCounts), kept with counts by countLocked.
 	appCounts map[string]map[Status]int
 	size      int
-	recent    []change // recently changed queue, oldest first
-	expected  int
-	rev       int64 // revision of the last change
+	recent    []change // recently changed queue, oldest first; l nil: superseded
+	// recentSeq is the sequence number of each instance's newest entry in
+	// recent, by keyHash, whose head entry has number recentBase
+	// (outline.go).
+	recentSeq  map[uint64]int64
+	recentBase int64
+	expected   int
+	rev        int64 // revision of the last change
 	// static holds the configured static registrations as prepared
 	// (static.go); staticN counts their leases.
 	static  map[InstanceKey]*Instance
@@ -113,11 +120,13 @@ func New(o Options) *Registry {
 		maxN:        o.MaxInstances,
 		keepImp:     o.KeepImported,
 		apps:        make(map[string]map[string]*lease),
+		seed:        maphash.MakeSeed(),
 		overrides:   make(map[string]Status),
 		counts:      make(map[Status]int),
 		appCounts:   make(map[string]map[Status]int),
 		appRev:      make(map[string]int64),
 		recentCount: make(map[string]int),
+		recentSeq:   make(map[uint64]int64),
 		static:      make(map[InstanceKey]*Instance),
 		imported:    make(map[InstanceKey]*Instance),
 		expected:    o.ExpectedClients,

@@ -488,7 +488,12 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind EventKind, fromPe
 	r.cancelled.add(now, app, id)
 	delete(r.overrides, id)
 	r.storeLocked(app, id, l, nil)
-	in := l.inst.Clone()
+	// A shallow copy: the removed copy shares the stored one's metadata
+	// maps, which neither changes (stored instances are immutable); the
+	// recently-changed queue keeps it for the retention, and at the end of
+	// a burst of registrations and cancels that is one per instance.
+	c := *l.inst
+	in := &c
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now
 	l.inst = in

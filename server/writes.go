@@ -32,8 +32,18 @@ var errBodyTooLarge = errors.New("request body too large")
 // readBody reads a request body within limit, gunzipping it when the sender
 // used Content-Encoding: gzip (peers with enable-replicated-request-compression).
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
 	gzipped := strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip")
+	if n := r.ContentLength; n > 0 && n <= limit && !gzipped {
+		// The usual case, a plain body of known length within the limit
+		// (net/http's body ends at Content-Length): one allocation of its
+		// size, no MaxBytesReader, no io.ReadAll doubling from 512 bytes.
+		body, err := readAllSized(r.Body, n)
+		if int64(len(body)) > limit {
+			return nil, errBodyTooLarge
+		}
+		return body, err
+	}
+	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
 	if gzipped {
 		zr, err := gzip.NewReader(src)
 		if err != nil {
@@ -42,15 +52,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		defer zr.Close()
 		src = zr
 	}
-	var body []byte
-	var err error
-	if n := r.ContentLength; n > 0 && n <= limit && !gzipped {
-		// The usual case, a plain body of known length: one allocation
-		// of its size instead of io.ReadAll's doubling from 512 bytes.
-		body, err = readAllSized(src, n)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(src, limit+1))
-	}
+	body, err := io.ReadAll(io.LimitReader(src, limit+1))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || int64(len(body)) > limit {
 		return nil, errBodyTooLarge
@@ -83,8 +85,11 @@ func readAllSized(r io.Reader, n int64) ([]byte, error) {
 // a missing type is sniffed from the first byte. Other types and charsets
 // other than UTF-8 / ISO-8859-1 are refused (415).
 func bodyFormat(contentType string, body []byte) (compat.Format, error) {
-	if strings.TrimSpace(contentType) == "" {
+	switch strings.TrimSpace(contentType) {
+	case "":
 		return compat.SniffFormat(body), nil
+	case compat.ContentTypeJSON:
+		return compat.JSON, nil // what clients send, without ParseMediaType's map
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
