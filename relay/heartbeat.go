@@ -23,6 +23,9 @@ type beat struct {
 type heartbeats struct {
 	mu      sync.Mutex
 	renewed map[key]beat
+	// refused: the last round's upstream answered with a server error
+	// (overloaded, in a rollout) rather than not at all.
+	refused atomic.Bool
 }
 
 func (h *heartbeats) init() { h.renewed = map[key]beat{} }
@@ -46,9 +49,12 @@ func (r *Relay) OnRenew(rn registry.Renewal) {
 // second (at most every interval) until it answers, and then the
 // forwarder's back-off is cut short: after a partition heals, the first
 // round (whose 404s re-register what the upstream lost) and the queued
-// changes go out within about a second, not an interval or two later.
+// changes go out within about a second, not an interval or two later. An
+// upstream that answers with server errors (overloaded, in a rollout) is
+// not asked every second by every relay: its retries back off, doubling
+// up to the interval.
 func (r *Relay) runHeartbeats(ctx context.Context) {
-	retry := min(time.Second, r.cfg.HeartbeatInterval)
+	first := min(time.Second, r.cfg.HeartbeatInterval)
 	t := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -58,12 +64,15 @@ func (r *Relay) runHeartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		failed := false
+		retry := first
 		for {
 			if _, answered := r.heartbeatRound(ctx); answered {
 				break
 			}
 			failed = true
-			if !sleep(ctx, retry) {
+			var wait time.Duration
+			wait, retry = retryAfter(first, retry, r.cfg.HeartbeatInterval, r.hb.refused.Load())
+			if !sleep(ctx, wait) {
 				return
 			}
 		}
@@ -72,6 +81,17 @@ func (r *Relay) runHeartbeats(ctx context.Context) {
 			t.Reset(r.cfg.HeartbeatInterval)
 		}
 	}
+}
+
+// retryAfter is the wait before a failed round is tried again and the
+// back-off after it: first while no upstream answered (a partition, which
+// costs the upstream nothing), the back-off, doubling up to interval, while
+// one answers with server errors.
+func retryAfter(first, backoff, interval time.Duration, refused bool) (wait, next time.Duration) {
+	if !refused {
+		return first, backoff
+	}
+	return backoff, min(2*backoff, interval)
 }
 
 // HeartbeatOnce sends the heartbeats collected since the last call: in one
@@ -179,10 +199,12 @@ func (r *Relay) aggregate(ctx context.Context, keys []key, got map[key]beat) (n 
 	body := compat.AppendReplicationList(nil, items)
 	var code int
 	var out []byte
+	r.hb.refused.Store(false)
 	err := r.call(ctx, func(ep eurekahttp.Endpoint) error {
 		var err error
 		code, out, err = r.client.Do(ctx, ep, http.MethodPost, compat.RenewalsPath, body)
 		if err == nil && code >= 500 {
+			r.hb.refused.Store(true)
 			err = &eurekahttp.StatusError{Method: http.MethodPost, URL: ep.URL + compat.RenewalsPath, Code: code}
 		}
 		return err

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type upstream struct {
 	srv      *httptest.Server
 	down     atomic.Bool
 	noDelta  atomic.Bool // GET apps/delta answers 403, as with eureka.server.disable-delta
+	busy     atomic.Bool // every request answers 503
 	mu       sync.Mutex
 	requests map[string]int // "METHOD path" -> count
 	renews   atomic.Int64   // client renewals applied (OnRenew, not from a peer)
@@ -74,6 +76,10 @@ func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry
 		u.mu.Lock()
 		u.requests[r.Method+" "+r.URL.Path]++
 		u.mu.Unlock()
+		if u.busy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		if u.noDelta.Load() && strings.HasSuffix(r.URL.Path, "/apps/delta") {
 			w.WriteHeader(http.StatusForbidden)
 			return
@@ -857,5 +863,54 @@ func TestReadReplicaRefusesAggregatedHeartbeats(t *testing.T) {
 	h.ServeHTTP(w, req)
 	if w.Code != http.StatusNotFound {
 		t.Fatalf("POST %s on a read replica = %d, want 404", compat.RenewalsPath, w.Code)
+	}
+}
+
+// An upstream that answers the aggregated heartbeats with server errors
+// (overloaded, in a rollout) is retried with a back-off doubling up to the
+// interval, where one that does not answer at all (a partition) is tried
+// every second: before, every relay asked an overloaded core every second.
+func TestRetriesBackOffOnServerErrors(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	s := newSite(t, clock, nil, up.url())
+	s.reg.Register(inst("APP", "a"), false)
+	mustSync(t, s)
+	round := func() (answered, refused bool) {
+		t.Helper()
+		s.reg.Renew(registry.RenewRequest{App: "APP", ID: "a"})
+		_, answered = s.relay.heartbeatRound(t.Context())
+		return answered, s.relay.hb.refused.Load()
+	}
+	if answered, refused := round(); !answered || refused {
+		t.Fatalf("a healthy round: answered %v, refused %v", answered, refused)
+	}
+	up.busy.Store(true)
+	answered, refused := round()
+	if answered || !refused {
+		t.Fatalf("a 503 round: answered %v, refused %v; want not answered, refused", answered, refused)
+	}
+	var waits []time.Duration
+	backoff := time.Second
+	for range 7 {
+		var w time.Duration
+		w, backoff = retryAfter(time.Second, backoff, 30*time.Second, refused)
+		waits = append(waits, w)
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(waits, want) {
+		t.Fatalf("retries after server errors wait %v, want %v", waits, want)
+	}
+	up.busy.Store(false)
+	up.down.Store(true) // gone: no answer at all
+	answered, refused = round()
+	if answered || refused {
+		t.Fatalf("a round to a gone upstream: answered %v, refused %v; want neither", answered, refused)
+	}
+	if w, _ := retryAfter(time.Second, 16*time.Second, 30*time.Second, refused); w != time.Second {
+		t.Fatalf("retry after a partition waits %v, want 1s", w)
 	}
 }
