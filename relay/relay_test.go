@@ -128,6 +128,32 @@ func inst(app, id string) *registry.Instance {
 		VIPAddress: strings.ToLower(app), DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
 }
 
+// unionServer serves the site's documents (the union with its upstream
+// copy) from the readWrite tier; get reads one, dropping the cache first.
+func (s *site) unionServer(t *testing.T, clock *clocktest.Clock) (*server.Server, func(path string) *registry.Applications) {
+	cc := cache.DefaultConfig()
+	cc.UseReadOnly = false
+	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
+		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
+	s.relay.cfg.OnCopyChange = func(region.Change) {}
+	return srv, func(path string) *registry.Applications {
+		t.Helper()
+		srv.Cache().Invalidate("", "", "")
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("GET %s = %d", path, w.Code)
+		}
+		doc, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+}
+
 func mustSync(t *testing.T, s *site) int {
 	t.Helper()
 	n, err := s.relay.SyncOnce(t.Context())
@@ -598,27 +624,7 @@ func TestUnionReadsKeepDeltaClientsConsistent(t *testing.T) {
 	clock := clocktest.New(time.Unix(1_700_000_000, 0))
 	up := newUpstream(t, clock)
 	s := newSite(t, clock, nil, up.url())
-	cc := cache.DefaultConfig()
-	cc.UseReadOnly = false
-	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
-		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
-	s.relay.cfg.OnCopyChange = func(region.Change) {}
-	get := func(path string) *registry.Applications {
-		t.Helper()
-		srv.Cache().Invalidate("", "", "")
-		req := httptest.NewRequest("GET", path, nil)
-		req.Header.Set("Accept", "application/json")
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, req)
-		if w.Code != 200 {
-			t.Fatalf("GET %s = %d", path, w.Code)
-		}
-		doc, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return doc
-	}
+	srv, get := s.unionServer(t, clock)
 	sync := func() {
 		t.Helper()
 		mustSync(t, s)
@@ -691,27 +697,7 @@ func TestDeltasCarryTheCopysChangesAcrossFullFetches(t *testing.T) {
 	clock := clocktest.New(time.Unix(1_700_000_000, 0))
 	up := newUpstream(t, clock)
 	s := newSite(t, clock, nil, up.url())
-	cc := cache.DefaultConfig()
-	cc.UseReadOnly = false
-	srv := server.New(server.Config{}, server.Deps{Registry: s.reg, Now: clock.Now, Cache: &cc,
-		Docs: document.New(document.Config{Registry: s.reg, Upstream: s.relay})})
-	s.relay.cfg.OnCopyChange = func(region.Change) {}
-	get := func(path string) *registry.Applications {
-		t.Helper()
-		srv.Cache().Invalidate("", "", "")
-		req := httptest.NewRequest("GET", path, nil)
-		req.Header.Set("Accept", "application/json")
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, req)
-		if w.Code != 200 {
-			t.Fatalf("GET %s = %d", path, w.Code)
-		}
-		doc, err := compat.DecodeApplications(w.Body.Bytes(), compat.JSON)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return doc
-	}
+	_, get := s.unionServer(t, clock)
 	fetch := func() {
 		t.Helper()
 		if err := s.relay.FetchOnce(t.Context()); err != nil {
