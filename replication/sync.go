@@ -31,16 +31,20 @@ func (r *Replicator) StartupSync(ctx context.Context, retries int, wait time.Dur
 
 // SyncUp is Eureka's start-up sync: up to attempts tries (Eureka's
 // eureka.server.registry-sync-retries, so 0 means no sync, as in Eureka),
-// stopping after the first try that copied something and sleeping wait
-// between tries. Each try GETs {peer}apps/ from every peer and registers
+// stopping after the first try in which a peer's whole registry was copied
+// and something was, and sleeping wait between tries. A streamed copy cut
+// short keeps what it registered but does not count as done: a node that
+// opened on part of a registry would serve it and build self-preservation's
+// expectation on it. Each try GETs {peer}apps/ from every peer and registers
 // every instance as a replication, keeping its lease timings; where peers
 // disagree the newer lastDirtyTimestamp wins, as for any registration.
 // Eureka copies the one registry its embedded client fetched; asking every
 // peer costs one request each and survives a peer that restarted empty.
 //
 // It returns the number of distinct instances copied, the count eviction
-// opens for traffic with (StartupSync). The error joins the peers' fetch errors of the last try
-// when nothing was copied, or is ctx's error; the count is valid either way.
+// opens for traffic with (StartupSync). The error joins the peers' fetch
+// errors of the last try when no peer's registry was copied whole, or is
+// ctx's error; the count is valid either way.
 func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duration) (int, error) {
 	peers := r.list()
 	if len(peers) == 0 {
@@ -48,9 +52,10 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 	}
 	copied := map[registry.InstanceKey]bool{}
 	var lastErrs []error
-	for i := 0; i < attempts && len(copied) == 0; i++ {
+	whole := false // a peer's registry was copied to its end
+	for i := 0; i < attempts && !(whole && len(copied) > 0); i++ {
 		if i > 0 {
-			r.log.Info("registry sync found nothing, waiting", "attempt", i, "wait", wait)
+			r.log.Info("registry sync incomplete, waiting", "attempt", i, "copied", len(copied), "wait", wait)
 			if err := r.sleep(ctx, wait); err != nil {
 				return 0, err
 			}
@@ -66,13 +71,17 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 				lastErrs = append(lastErrs, fmt.Errorf("fetching registry from %s: %w", p.peer.URL, err))
 				continue
 			}
+			whole = true
 			p.log.Info("registry synced from peer", "count", n)
 		}
 	}
-	if len(copied) > 0 {
+	if whole && len(copied) > 0 {
 		return len(copied), nil
 	}
-	return 0, errors.Join(lastErrs...)
+	if len(lastErrs) == 0 {
+		return len(copied), nil // every peer answered, with an empty registry
+	}
+	return len(copied), errors.Join(lastErrs...)
 }
 
 // syncFrom copies p's registry: streamed and registered in batches as it

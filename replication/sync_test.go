@@ -235,3 +235,45 @@ func TestSyncUpReadsALongRegistry(t *testing.T) {
 		t.Fatalf("SyncUp took %v with a hung peer", d)
 	}
 }
+
+// A streamed copy cut short keeps what it registered but is not done: the
+// sync tries again (before, the first batches counted as a copied registry,
+// and a node opened on 1,024 of 3,000 instances).
+func TestSyncUpRetriesACopyCutShort(t *testing.T) {
+	t.Parallel()
+	fake := peertest.New(t)
+	for i := range 3000 {
+		fake.Registry().Register(instance("ORDERS", fmt.Sprintf("i-%04d", i), time.Now()), false)
+	}
+	cuts := 0
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		r.Header.Del("Accept-Encoding") // a plain body, to cut it where wanted
+		fake.Server.Config.Handler.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+		w.WriteHeader(rec.Code)
+		if r.URL.Path == "/eureka/apps/" && cuts == 0 {
+			cuts++
+			w.Write(body[:len(body)*2/3]) // the peer dies two thirds through its registry
+			w.(http.Flusher).Flush()
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(cut.Close)
+	reg := registry.New(registry.Options{})
+	rep := New(Config{Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, cut.URL+"/eureka/")})
+	sleeps := 0
+	rep.sleep = func(context.Context, time.Duration) error { sleeps++; return nil }
+	n, err := rep.SyncUp(t.Context(), 5, time.Second)
+	if err != nil || n != 3000 || reg.Size() != 3000 {
+		t.Fatalf("SyncUp = %d, %v (registry %d, %d retries); want all 3000 after a retry", n, err, reg.Size(), sleeps)
+	}
+	if sleeps != 1 {
+		t.Errorf("%d retries, want 1", sleeps)
+	}
+}
