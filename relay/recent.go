@@ -84,7 +84,7 @@ func (c *recentChanges) shown(keys []key, now time.Time) {
 
 // record stores each key's latest state: as in cur (ADDED or MODIFIED),
 // else DELETED as it was in before or in an earlier entry. c.mu is held.
-func (c *recentChanges) record(cur, before map[string]*registry.Application, keys []key, now time.Time) {
+func (c *recentChanges) record(cur, before *index, keys []key, now time.Time) {
 	for _, k := range keys {
 		if v, ok := lookup(cur, k); ok {
 			in := v.Instance
@@ -115,11 +115,17 @@ func (c *recentChanges) record(cur, before map[string]*registry.Application, key
 	}
 }
 
-// delta is the entries of the last deltaRetention as a delta document
-// (applications sorted by name, instances by id), without a hash.
-func (c *recentChanges) delta(now time.Time) *registry.Applications {
+// delta is the copy noted last and the entries of the last deltaRetention
+// as a delta document (applications sorted by name, instances by id,
+// without a hash): the two taken together, so that a delta's hash counts
+// the copy whose changes it carries.
+func (c *recentChanges) delta(now time.Time) (served, delta *registry.Applications) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.served, c.deltaLocked(now)
+}
+
+func (c *recentChanges) deltaLocked(now time.Time) *registry.Applications {
 	for k, e := range c.entries {
 		if now.Sub(e.at) > deltaRetention {
 			delete(c.entries, k)
@@ -143,33 +149,42 @@ func (c *recentChanges) delta(now time.Time) *registry.Applications {
 	return out
 }
 
-// byName indexes a copy's applications by name (a stock upstream's
-// document need not be sorted).
-func byName(apps *registry.Applications) map[string]*registry.Application {
-	if apps == nil {
-		return nil
-	}
-	m := make(map[string]*registry.Application, len(apps.Apps))
-	for i := range apps.Apps {
-		m[apps.Apps[i].Name] = &apps.Apps[i]
-	}
-	return m
+// index finds instances of a copy by key, indexing only the applications
+// asked for (a stock upstream's document need not be sorted): a change
+// costs its own application's size, not the copy's.
+type index struct {
+	apps map[string]*registry.Application
+	ids  map[string]map[string]registry.LeaseView
 }
 
-// lookup finds k's instance among a copy's applications (byName).
-func lookup(apps map[string]*registry.Application, k key) (registry.LeaseView, bool) {
-	if a := apps[k.app]; a != nil {
-		for _, v := range a.Instances {
-			if v.Instance.ID() == k.id {
-				return v, true
-			}
+func byName(apps *registry.Applications) *index {
+	ix := &index{apps: map[string]*registry.Application{}, ids: map[string]map[string]registry.LeaseView{}}
+	if apps != nil {
+		for i := range apps.Apps {
+			ix.apps[apps.Apps[i].Name] = &apps.Apps[i]
 		}
 	}
-	return registry.LeaseView{}, false
+	return ix
+}
+
+// lookup finds k's instance.
+func lookup(ix *index, k key) (registry.LeaseView, bool) {
+	m, ok := ix.ids[k.app]
+	if !ok {
+		if a := ix.apps[k.app]; a != nil {
+			m = make(map[string]registry.LeaseView, len(a.Instances))
+			for _, v := range a.Instances {
+				m[v.Instance.ID()] = v
+			}
+		}
+		ix.ids[k.app] = m
+	}
+	v, ok := m[k.id]
+	return v, ok
 }
 
 // changedKeys are the instances that differ between two copies (by
-// content: lease timestamps are not the instance's).
+// content: lease timestamps are not the instance's; see sameInstance).
 func changedKeys(prev, next *registry.Applications) []key {
 	seen := map[key]*registry.Instance{}
 	for i := range prev.Apps {
@@ -184,7 +199,7 @@ func changedKeys(prev, next *registry.Applications) []key {
 				k := key{next.Apps[i].Name, v.Instance.ID()}
 				old, had := seen[k]
 				delete(seen, k)
-				if !had || (old != v.Instance && !reflect.DeepEqual(old, v.Instance)) {
+				if !had || !sameInstance(old, v.Instance) {
 					out = append(out, k)
 				}
 			}
@@ -194,4 +209,20 @@ func changedKeys(prev, next *registry.Applications) []key {
 		out = append(out, k)
 	}
 	return out
+}
+
+// sameInstance compares two copies of an instance apart from what each
+// server sets on its own: lastUpdatedTimestamp (the time the instance
+// reached that server, by replication too) and the action of the delta it
+// came in. Two nodes of one core group hold equal instances with
+// different lastUpdatedTimestamps: after the relay switched between them,
+// comparing those too made every instance a change for 3 minutes.
+func sameInstance(a, b *registry.Instance) bool {
+	if a == b {
+		return true
+	}
+	ca, cb := *a, *b
+	ca.LastUpdatedTimestamp, cb.LastUpdatedTimestamp = time.Time{}, time.Time{}
+	ca.ActionType, cb.ActionType = "", ""
+	return reflect.DeepEqual(&ca, &cb)
 }

@@ -900,3 +900,41 @@ func TestRetriesBackOffOnServerErrors(t *testing.T) {
 		t.Fatalf("retry after a partition waits %v, want 1s", w)
 	}
 }
+
+// After the relay switches between two nodes of one core group, their equal
+// instances are not changes (each node has its own lastUpdatedTimestamp for
+// an instance it got by replication), and a change between the copies is.
+func TestEndpointSwitchCarriesOnlyWhatDiffers(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	n1, n2 := newUpstream(t, clock), newUpstream(t, clock)
+	for _, id := range []string{"c1", "c2", "c3"} {
+		n1.reg.Register(inst("CORE", id), false)
+	}
+	clock.Advance(time.Second) // n2 got them by replication, a second later
+	for _, id := range []string{"c1", "c2"} {
+		v, _ := n1.reg.Get("CORE", id)
+		n2.reg.Register(v.Instance.Clone(), true)
+	}
+	s := newSite(t, clock, nil, n1.url(), n2.url())
+	_, get := s.unionServer(t, clock)
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ids := idsOf(get("/eureka/apps/delta")); ids != "" {
+		t.Fatalf("delta after the first copy = %s, want empty", ids)
+	}
+	n1.down.Store(true)
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.relay.Upstream(); got != n2.url() {
+		t.Fatalf("upstream in use %s, want %s", got, n2.url())
+	}
+	d := get("/eureka/apps/delta")
+	if ids := idsOf(d); ids != "CORE/c3" {
+		t.Fatalf("delta after the switch = %s, want only CORE/c3 (which n2 lacks)", ids)
+	}
+	if a := d.Apps[0].Instances[0].Instance.ActionType; a != registry.ActionDeleted {
+		t.Fatalf("CORE/c3 in the delta is %s, want DELETED", a)
+	}
+}

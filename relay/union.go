@@ -332,8 +332,7 @@ func (r *Relay) Full(local *registry.Applications) *registry.Applications {
 // Delta is local's delta and the copy's recent changes (recentChanges),
 // the hash that of the union's full registry (document's Upstream).
 func (r *Relay) Delta(localDelta *registry.Applications) *registry.Applications {
-	apps, _ := r.copy()
-	delta := r.recent.delta(r.cfg.Now())
+	apps, delta := r.recent.delta(r.cfg.Now())
 	out := &registry.Applications{VersionDelta: localDelta.VersionDelta, Revision: localDelta.Revision, Apps: slices.Clone(localDelta.Apps)}
 	counts := map[registry.Status]int{}
 	registry.ParseHashCode(localDelta.HashCode, counts)
