@@ -4,6 +4,7 @@ import (
 	"iter"
 	"maps"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -26,6 +27,10 @@ type readOnly struct {
 type roEntry struct {
 	v    *Value
 	read atomic.Bool
+	// readAfter: the entry's key was last read after this time (the build
+	// time of the last copy that was read; zero: never). Kept by publish,
+	// off the readers' path.
+	readAfter time.Time
 }
 
 func newReadOnly() *readOnly {
@@ -65,6 +70,20 @@ func (t *readOnly) peek(k Key) (*Value, bool) {
 func (t *readOnly) has(k Key) bool {
 	_, ok := (*t.shards[shardOf(k)].Load())[k]
 	return ok
+}
+
+// lastRead is a lower bound of the last time a reader got k (the build time
+// of the last copy of it that was read; zero: never or no entry).
+func (t *readOnly) lastRead(k Key) time.Time {
+	e, ok := (*t.shards[shardOf(k)].Load())[k]
+	switch {
+	case !ok:
+		return time.Time{}
+	case e.read.Load():
+		return e.v.Built
+	default:
+		return e.readAfter
+	}
 }
 
 // wasRead reports whether a reader got k's entry since it was published.
@@ -111,7 +130,15 @@ func (t *readOnly) publish(updates map[Key]*Value) {
 		if v == nil {
 			delete(touched[i], k)
 		} else {
-			touched[i][k] = &roEntry{v: v}
+			e := &roEntry{v: v}
+			if old, ok := touched[i][k]; ok {
+				if old.read.Load() {
+					e.readAfter = old.v.Built
+				} else {
+					e.readAfter = old.readAfter
+				}
+			}
+			touched[i][k] = e
 		}
 	}
 	for i, m := range touched {

@@ -152,13 +152,15 @@ func (c *Cache) rebuildDirty() int {
 	dropped := 0
 	now := c.now()
 	for _, k := range keys {
-		if isRegistryDocument(k) && !c.ro.wasRead(k) {
-			// The full registry and the delta are never dropped: loading one cold is a
-			// whole-registry encode inside a request (seconds at 1M instances: a joining
-			// peer's sync and a client's read time out), where Eureka always answers from
-			// its readOnly copy. Unread, it is rebuilt at most once per UpdateInterval,
+		if isRegistryDocument(k) && !c.ro.wasRead(k) && now.Sub(c.ro.lastRead(k)) < c.cfg.AutoExpiration {
+			// The full registry and the delta a client read in the last AutoExpiration
+			// are not dropped: loading one cold is a whole-registry encode inside a
+			// request (seconds at 1M instances), where Eureka always answers from its
+			// readOnly copy. Unread, it is rebuilt at most once per UpdateInterval,
 			// Eureka's own bound on staleness; its first reader wakes a pass (Get), and
-			// once read it is rebuilt on every pass again.
+			// once read it is rebuilt on every pass again. One nobody read for longer
+			// (a variant one curl asked for: XML, compact, a regions list) is dropped
+			// as any unread key, not rebuilt for as long as the registry changes.
 			if v, ok := c.ro.peek(k); ok && now.Sub(v.Built) < c.cfg.UpdateInterval {
 				kept = append(kept, k)
 				continue

@@ -425,3 +425,35 @@ func TestJanitorSweepsReadWriteTier(t *testing.T) {
 		}
 	})
 }
+
+// A registry document nobody read for longer than AutoExpiration (a variant
+// one client asked for once: XML, compact, a regions list) is dropped as any
+// unread key, not rebuilt for as long as the registry changes; one read
+// within it is kept.
+func TestUnreadRegistryDocumentIsDroppedAfterAutoExpiration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := New(DefaultConfig(), r.load)
+		xml := Key{Entity: Application, Name: AllApps}
+		full := Key{Entity: Application, Name: AllApps, JSON: true}
+		mustGet(t, c, xml)
+		mustGet(t, c, full)
+		startRun(t, c)
+		change := func() {
+			r.bump()
+			c.Invalidate("APP", "", "")
+			time.Sleep(DefaultUpdateInterval)
+			synctest.Wait()
+		}
+		for range 2 * int(DefaultAutoExpiration/DefaultUpdateInterval) { // ten minutes of changes
+			change()
+			mustGet(t, c, full) // a client reads the JSON document every interval
+		}
+		if !c.ro.has(full) {
+			t.Fatal("the document read every interval was dropped")
+		}
+		if c.ro.has(xml) {
+			t.Fatalf("the XML document nobody read for %s is still rebuilt", 2*DefaultAutoExpiration)
+		}
+	})
+}
