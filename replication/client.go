@@ -33,7 +33,8 @@ var errBadResponse = eurekahttp.ErrBadResponse
 // nothing bounds a batch in all (as in Java), so one that keeps moving,
 // and a whole registry that keeps streaming, go to their end.
 type httpClient struct {
-	c *eurekahttp.Client
+	c           *eurekahttp.Client
+	readTimeout time.Duration // PeerNodeReadTimeout, sent with the start-up sync (SyncHeader)
 }
 
 // syncTimeout bounds the start-up sync's GET apps/ of one peer in all: 50 MB
@@ -52,7 +53,7 @@ func newHTTPClient(cfg *Config) *httpClient {
 		CompressBatches:     cfg.EnableReplicatedRequestCompression,
 		HTTPClient:          cfg.HTTPClient,
 		TLSConfigFor:        cfg.TLSConfigFor,
-	})}
+	}), readTimeout: cfg.PeerNodeReadTimeout}
 }
 
 // endpoint is where calls to p go, with p's credentials.

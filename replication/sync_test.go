@@ -277,3 +277,37 @@ func TestSyncUpRetriesACopyCutShort(t *testing.T) {
 		t.Errorf("%d retries, want 1", sleeps)
 	}
 }
+
+// The joiner sends its read timeout with the sync header, and the server's
+// keep-alive beats it: a third of it, at most a second (a Spring
+// configuration's 200 ms read timeout was beaten by a fixed second).
+func TestSyncKeepAliveBeatsTheJoinersReadTimeout(t *testing.T) {
+	for _, c := range []struct {
+		read time.Duration
+		want time.Duration
+	}{{200 * time.Millisecond, 200 * time.Millisecond / 3}, {5 * time.Second, time.Second}, {time.Millisecond, 10 * time.Millisecond}, {0, time.Second}} {
+		v := syncValue(c.read)
+		if got := SyncKeepAlive(v); got != c.want {
+			t.Errorf("read timeout %v: header %q, keep-alive %v, want %v", c.read, v, got, c.want)
+		}
+	}
+	for _, v := range []string{"stream", "stream; read-timeout-ms=x", "stream; other=1", "stream; read-timeout-ms=-5"} {
+		if got := SyncKeepAlive(v); got != time.Second {
+			t.Errorf("header %q: keep-alive %v, want 1s", v, got)
+		}
+	}
+	var got string
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get(SyncHeader)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"applications":{"versions__delta":"1","apps__hashcode":"","application":[]}}`))
+	}))
+	t.Cleanup(fake.Close)
+	rep := New(Config{Logger: testLogger(t), Seed: 1, PeerNodeReadTimeout: 200 * time.Millisecond},
+		registry.New(registry.Options{}), []Peer{mustPeer(t, fake.URL+"/eureka/")})
+	rep.sleep = func(context.Context, time.Duration) error { return nil }
+	rep.SyncUp(t.Context(), 1, time.Second)
+	if got != "stream; read-timeout-ms=200" {
+		t.Fatalf("the sync sent %s: %q, want its read timeout with it", SyncHeader, got)
+	}
+}

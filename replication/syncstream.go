@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/eurekahttp"
@@ -25,8 +27,36 @@ import (
 // cache, which its timer keeps built.
 const SyncHeader = "X-Goreka-Sync"
 
-// SyncStream is SyncHeader's value.
+// SyncStream is SyncHeader's value, optionally followed by
+// "; read-timeout-ms=N", the joiner's peer read timeout, which the server's
+// keep-alive while it takes the registry view must beat (SyncKeepAlive).
 const SyncStream = "stream"
+
+// SyncKeepAlive is how often a server streaming its registry to a joining
+// peer sends white space until the registry view is taken: a third of the
+// read timeout the peer sent with SyncHeader (Spring configurations carry
+// 200 ms), at most a second, at least 10 ms.
+func SyncKeepAlive(header string) time.Duration {
+	const most, least = time.Second, 10 * time.Millisecond
+	_, param, ok := strings.Cut(header, ";")
+	if !ok {
+		return most
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(param), "read-timeout-ms=")
+	ms, err := strconv.Atoi(v)
+	if !ok || err != nil || ms <= 0 {
+		return most
+	}
+	return min(most, max(least, time.Duration(ms)*time.Millisecond/3))
+}
+
+// syncValue is SyncHeader's value for a joiner whose read timeout is d.
+func syncValue(d time.Duration) string {
+	if d <= 0 {
+		return SyncStream
+	}
+	return SyncStream + "; read-timeout-ms=" + strconv.FormatInt(d.Milliseconds(), 10)
+}
 
 // syncBatch is how many instances of a peer's registry go into the
 // registry in one RegisterAll: the write lock is taken once per batch.
@@ -41,7 +71,7 @@ type appStreamer interface {
 func (h *httpClient) streamApps(ctx context.Context, p *Peer, batch func([]*registry.Instance) error) error {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	hdr := http.Header{SyncHeader: {SyncStream}}
+	hdr := http.Header{SyncHeader: {syncValue(h.readTimeout)}}
 	return h.c.StreamApplications(ctx, p.endpoint(), hdr, func(r io.Reader) error {
 		return decodeAppsStream(r, syncBatch, batch)
 	})

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,16 +23,11 @@ const RevisionHeader = "X-Goreka-Revision"
 // for the peer to read.
 const syncWriteStall = time.Minute
 
-// syncKeepAlive is how often white space (valid before a JSON document)
-// is sent while the registry view is taken, so that the peer's read
-// timeout, which bounds every wait for bytes, does not run out on a large
-// registry's view on a loaded machine (it did at 1M instances: 5 s).
-const syncKeepAlive = time.Second
-
 // syncStreamAsked reports whether a full fetch is a goreka peer's start-up
 // sync asking for the streamed registry (replication.SyncHeader).
 func syncStreamAsked(r *http.Request) bool {
-	return r.Method == http.MethodGet && r.Header.Get(replication.SyncHeader) == replication.SyncStream
+	v, _, _ := strings.Cut(r.Header.Get(replication.SyncHeader), ";")
+	return r.Method == http.MethodGet && strings.TrimSpace(v) == replication.SyncStream
 }
 
 // serveSyncStream answers a peer's start-up sync: the headers first (a
@@ -77,7 +73,11 @@ func (s *Server) serveSyncStream(c *gin.Context) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(syncKeepAlive)
+		// White space (valid before a JSON document) while the registry view
+		// is taken, so that the peer's read timeout, which bounds every wait
+		// for bytes, does not run out on a large registry's view (it did at 1M
+		// instances: 5 s); as often as that timeout needs (SyncKeepAlive).
+		t := time.NewTicker(replication.SyncKeepAlive(r.Header.Get(replication.SyncHeader)))
 		defer t.Stop()
 		for {
 			select {
