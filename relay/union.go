@@ -41,6 +41,9 @@ func (c *upstreamCopy) init() { c.wake = make(chan struct{}, 1) }
 const (
 	watchGap     = 200 * time.Millisecond
 	watchRetries = 10
+	// watchSwitchCheck is how often a watch checks that its endpoint is
+	// still the one in use.
+	watchSwitchCheck = time.Second
 )
 
 // runFetch refreshes the copy every FetchInterval and, for a goreka
@@ -118,7 +121,9 @@ func (r *Relay) runFetch(ctx context.Context) {
 func (r *Relay) watchUpstream(ctx context.Context) {
 	for {
 		if k, _ := r.upstreamKind(ctx); k == kindGoreka {
-			r.watchOnce(ctx)
+			if r.watchOnce(ctx) {
+				continue // the relay switched endpoints: watch the new one now
+			}
 		}
 		t := time.NewTimer(r.cfg.FetchInterval)
 		select {
@@ -131,9 +136,30 @@ func (r *Relay) watchUpstream(ctx context.Context) {
 }
 
 // watchOnce is one watch of the endpoint in use, until it fails, ctx
-// ends, or the relay switches to another endpoint.
-func (r *Relay) watchOnce(ctx context.Context) {
+// ends, or the relay switches to another endpoint (switched).
+func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 	i := r.cur.Load()
+	// The stream of a silently partitioned endpoint can block for minutes
+	// (no answer, no reset) after the fetches failed over to the next one:
+	// the watch ends within a second of the switch and follows it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(watchSwitchCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if r.cur.Load() != i {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	defer func() { switched = r.cur.Load() != i }()
 	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc))
 	if err != nil {
 		return
@@ -154,6 +180,7 @@ func (r *Relay) watchOnce(ctx context.Context) {
 		default:
 		}
 	}
+	return
 }
 
 // wakesCopy is whether an upstream change of k is news for the copy: not
