@@ -590,17 +590,7 @@ func newRun(t *testing.T, su setup) (*run, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Clean up on exit, failure and signal; the next run also removes
-	// whatever a killed run left (newNetwork calls cleanup first).
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cleanup()
-			os.Exit(2)
-		}
-	}()
-	t.Cleanup(func() { signal.Stop(sigs); close(sigs); cleanup() })
+	cleanupOnSignal(t)
 
 	r := &run{t: t, start: time.Now(), net: nw, tm: su.tm, rng: rand.New(rand.NewPCG(su.seed, 0)),
 		check:   &http.Client{Timeout: 3 * time.Second},
@@ -900,4 +890,19 @@ func (r *run) report(t *testing.T, seed uint64, rounds, perZone int, logDir stri
 	}
 	t.Log("\n" + b.String())
 	_ = os.WriteFile(filepath.Join(logDir, "report.txt"), []byte(b.String()), 0o644)
+}
+
+// cleanupOnSignal removes the network's namespaces and rules on exit,
+// failure and SIGINT/SIGTERM; the next run also removes whatever a killed
+// run left (newNetwork calls cleanup first).
+func cleanupOnSignal(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			cleanup()
+			os.Exit(2)
+		}
+	}()
+	t.Cleanup(func() { signal.Stop(sigs); close(sigs); cleanup() })
 }

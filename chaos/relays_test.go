@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -247,15 +246,7 @@ func TestChaosRelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cleanup()
-			os.Exit(2)
-		}
-	}()
-	t.Cleanup(func() { signal.Stop(sigs); close(sigs); cleanup() })
+	cleanupOnSignal(t)
 
 	r := &run{t: t, start: time.Now(), net: nw, tm: relayTiming, check: &http.Client{Timeout: 3 * time.Second},
 		stopped: map[string]time.Time{}, exempt: map[string]bool{}, stats: map[string]fleetStats{}}
