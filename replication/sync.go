@@ -52,12 +52,15 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 	}
 	copied := map[registry.InstanceKey]bool{}
 	var lastErrs []error
-	whole := false // a peer's registry was copied to its end
-	for i := 0; i < attempts && !(whole && len(copied) > 0); i++ {
+	// done: a try copied some peer's registry to its end, and it held
+	// instances (a peer that restarted empty answers whole with none, and
+	// another cut short then still leaves the copy partial).
+	done := false
+	for i := 0; i < attempts && !done; i++ {
 		if i > 0 {
 			r.log.Info("registry sync incomplete, waiting", "attempt", i, "copied", len(copied), "wait", wait)
 			if err := r.sleep(ctx, wait); err != nil {
-				return 0, err
+				return len(copied), err
 			}
 		}
 		lastErrs = lastErrs[:0]
@@ -71,15 +74,12 @@ func (r *Replicator) SyncUp(ctx context.Context, attempts int, wait time.Duratio
 				lastErrs = append(lastErrs, fmt.Errorf("fetching registry from %s: %w", p.peer.URL, err))
 				continue
 			}
-			whole = true
+			done = done || n > 0
 			p.log.Info("registry synced from peer", "count", n)
 		}
 	}
-	if whole && len(copied) > 0 {
-		return len(copied), nil
-	}
-	if len(lastErrs) == 0 {
-		return len(copied), nil // every peer answered, with an empty registry
+	if done || len(lastErrs) == 0 {
+		return len(copied), nil // a peer's whole registry, or every peer answered an empty one
 	}
 	return len(copied), errors.Join(lastErrs...)
 }

@@ -236,9 +236,10 @@ func TestSyncUpReadsALongRegistry(t *testing.T) {
 	}
 }
 
-// A streamed copy cut short keeps what it registered but is not done: the
-// sync tries again (before, the first batches counted as a copied registry,
-// and a node opened on 1,024 of 3,000 instances).
+// A streamed copy cut short keeps what it registered but is not done, even
+// when another peer answered whole with an empty registry (it restarted):
+// the sync tries again (before, the first batches counted as a copied
+// registry, and a node opened on 1,024 of 3,000 instances).
 func TestSyncUpRetriesACopyCutShort(t *testing.T) {
 	t.Parallel()
 	fake := peertest.New(t)
@@ -265,8 +266,9 @@ func TestSyncUpRetriesACopyCutShort(t *testing.T) {
 		w.Write(body)
 	}))
 	t.Cleanup(cut.Close)
+	empty := peertest.New(t) // restarted: answers whole, with nothing
 	reg := registry.New(registry.Options{})
-	rep := New(Config{Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, cut.URL+"/eureka/")})
+	rep := New(Config{Logger: testLogger(t), Seed: 1}, reg, []Peer{mustPeer(t, empty.ServiceURL()), mustPeer(t, cut.URL+"/eureka/")})
 	sleeps := 0
 	rep.sleep = func(context.Context, time.Duration) error { sleeps++; return nil }
 	n, err := rep.SyncUp(t.Context(), 5, time.Second)
