@@ -280,7 +280,7 @@ func TestSyncUpRetriesACopyCutShort(t *testing.T) {
 	}
 }
 
-// The joiner sends its read timeout with the sync header, and the server's
+// The joiner sends its read timeout with the sync, and the server's
 // keep-alive beats it: a third of it, at most a second (a Spring
 // configuration's 200 ms read timeout was beaten by a fixed second).
 func TestSyncKeepAliveBeatsTheJoinersReadTimeout(t *testing.T) {
@@ -288,19 +288,19 @@ func TestSyncKeepAliveBeatsTheJoinersReadTimeout(t *testing.T) {
 		read time.Duration
 		want time.Duration
 	}{{200 * time.Millisecond, 200 * time.Millisecond / 3}, {5 * time.Second, time.Second}, {time.Millisecond, 10 * time.Millisecond}, {0, time.Second}} {
-		v := syncValue(c.read)
+		v := syncHeaders(c.read).Get(SyncReadTimeoutHeader)
 		if got := SyncKeepAlive(v); got != c.want {
 			t.Errorf("read timeout %v: header %q, keep-alive %v, want %v", c.read, v, got, c.want)
 		}
 	}
-	for _, v := range []string{"stream", "stream; read-timeout-ms=x", "stream; other=1", "stream; read-timeout-ms=-5"} {
+	for _, v := range []string{"", "x", "-5", "99999999999999999999"} {
 		if got := SyncKeepAlive(v); got != time.Second {
 			t.Errorf("header %q: keep-alive %v, want 1s", v, got)
 		}
 	}
-	var got string
+	var sync, timeout string
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Get(SyncHeader)
+		sync, timeout = r.Header.Get(SyncHeader), r.Header.Get(SyncReadTimeoutHeader)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"applications":{"versions__delta":"1","apps__hashcode":"","application":[]}}`))
 	}))
@@ -309,7 +309,7 @@ func TestSyncKeepAliveBeatsTheJoinersReadTimeout(t *testing.T) {
 		registry.New(registry.Options{}), []Peer{mustPeer(t, fake.URL+"/eureka/")})
 	rep.sleep = func(context.Context, time.Duration) error { return nil }
 	rep.SyncUp(t.Context(), 1, time.Second)
-	if got != "stream; read-timeout-ms=200" {
-		t.Fatalf("the sync sent %s: %q, want its read timeout with it", SyncHeader, got)
+	if sync != SyncStream || timeout != "200" {
+		t.Fatalf("the sync sent %s %q and %s %q, want %q and its read timeout 200", SyncHeader, sync, SyncReadTimeoutHeader, timeout, SyncStream)
 	}
 }

@@ -27,35 +27,36 @@ import (
 // cache, which its timer keeps built.
 const SyncHeader = "X-Goreka-Sync"
 
-// SyncStream is SyncHeader's value, optionally followed by
-// "; read-timeout-ms=N", the joiner's peer read timeout, which the server's
-// keep-alive while it takes the registry view must beat (SyncKeepAlive).
+// SyncStream is SyncHeader's value.
 const SyncStream = "stream"
 
+// SyncReadTimeoutHeader carries the joiner's peer read timeout in
+// milliseconds with the start-up sync, which the server's keep-alive while
+// it takes the registry view must beat (SyncKeepAlive). A header of its
+// own, so that a server that knows only SyncStream still streams.
+const SyncReadTimeoutHeader = "X-Goreka-Sync-Read-Timeout-Ms"
+
 // SyncKeepAlive is how often a server streaming its registry to a joining
-// peer sends white space until the registry view is taken: a third of the
-// read timeout the peer sent with SyncHeader (Spring configurations carry
-// 200 ms), at most a second, at least 10 ms.
-func SyncKeepAlive(header string) time.Duration {
+// peer sends white space until the registry view is taken, given
+// SyncReadTimeoutHeader's value: a third of that read timeout (Spring
+// configurations carry 200 ms), at most a second, at least 10 ms.
+func SyncKeepAlive(readTimeoutMs string) time.Duration {
 	const most, least = time.Second, 10 * time.Millisecond
-	_, param, ok := strings.Cut(header, ";")
-	if !ok {
-		return most
-	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(param), "read-timeout-ms=")
-	ms, err := strconv.Atoi(v)
-	if !ok || err != nil || ms <= 0 {
+	ms, err := strconv.ParseInt(strings.TrimSpace(readTimeoutMs), 10, 64)
+	if err != nil || ms <= 0 || ms > int64(time.Hour/time.Millisecond) {
 		return most
 	}
 	return min(most, max(least, time.Duration(ms)*time.Millisecond/3))
 }
 
-// syncValue is SyncHeader's value for a joiner whose read timeout is d.
-func syncValue(d time.Duration) string {
-	if d <= 0 {
-		return SyncStream
+// syncHeaders are the start-up sync's headers for a joiner whose read
+// timeout is d.
+func syncHeaders(d time.Duration) http.Header {
+	h := http.Header{SyncHeader: {SyncStream}}
+	if ms := d.Milliseconds(); ms > 0 {
+		h.Set(SyncReadTimeoutHeader, strconv.FormatInt(ms, 10))
 	}
-	return SyncStream + "; read-timeout-ms=" + strconv.FormatInt(d.Milliseconds(), 10)
+	return h
 }
 
 // syncBatch is how many instances of a peer's registry go into the
@@ -71,7 +72,7 @@ type appStreamer interface {
 func (h *httpClient) streamApps(ctx context.Context, p *Peer, batch func([]*registry.Instance) error) error {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	hdr := http.Header{SyncHeader: {syncValue(h.readTimeout)}}
+	hdr := syncHeaders(h.readTimeout)
 	return h.c.StreamApplications(ctx, p.endpoint(), hdr, func(r io.Reader) error {
 		return decodeAppsStream(r, syncBatch, batch)
 	})

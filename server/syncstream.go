@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,8 +25,7 @@ const syncWriteStall = time.Minute
 // syncStreamAsked reports whether a full fetch is a goreka peer's start-up
 // sync asking for the streamed registry (replication.SyncHeader).
 func syncStreamAsked(r *http.Request) bool {
-	v, _, _ := strings.Cut(r.Header.Get(replication.SyncHeader), ";")
-	return r.Method == http.MethodGet && strings.TrimSpace(v) == replication.SyncStream
+	return r.Method == http.MethodGet && r.Header.Get(replication.SyncHeader) == replication.SyncStream
 }
 
 // serveSyncStream answers a peer's start-up sync: the headers first (a
@@ -77,7 +75,7 @@ func (s *Server) serveSyncStream(c *gin.Context) {
 		// is taken, so that the peer's read timeout, which bounds every wait
 		// for bytes, does not run out on a large registry's view (it did at 1M
 		// instances: 5 s); as often as that timeout needs (SyncKeepAlive).
-		t := time.NewTicker(replication.SyncKeepAlive(r.Header.Get(replication.SyncHeader)))
+		t := time.NewTicker(replication.SyncKeepAlive(r.Header.Get(replication.SyncReadTimeoutHeader)))
 		defer t.Stop()
 		for {
 			select {
