@@ -152,15 +152,18 @@ func (c *Cache) rebuildDirty() int {
 	dropped := 0
 	now := c.now()
 	for _, k := range keys {
-		if isRegistryDocument(k) && !c.ro.wasRead(k) && now.Sub(c.ro.lastRead(k)) < c.cfg.AutoExpiration {
-			// The full registry and the delta a client read in the last AutoExpiration
-			// are not dropped: loading one cold is a whole-registry encode inside a
-			// request (seconds at 1M instances), where Eureka always answers from its
-			// readOnly copy. Unread, it is rebuilt at most once per UpdateInterval,
-			// Eureka's own bound on staleness; its first reader wakes a pass (Get), and
-			// once read it is rebuilt on every pass again. One nobody read for longer
-			// (a variant one curl asked for: XML, compact, a regions list) is dropped
-			// as any unread key, not rebuilt for as long as the registry changes.
+		if isRegistryDocument(k) && !c.ro.wasRead(k) && (isClientsDocument(k) || now.Sub(c.ro.lastRead(k)) < c.cfg.AutoExpiration) {
+			// The full registry and the delta that Eureka's clients read (JSON, full
+			// form, no regions) are not dropped, nor another variant a client read in
+			// the last AutoExpiration: loading one cold is a whole-registry encode
+			// inside a request (seconds at 1M instances), where Eureka always answers
+			// from its readOnly copy, and delta clients read the full document rarely
+			// (at start, after a hash mismatch). Unread, it is rebuilt at most once per
+			// UpdateInterval, Eureka's own bound on staleness; its first reader wakes a
+			// pass (Get), and once read it is rebuilt on every pass again. A variant
+			// nobody read for longer (XML, compact, a regions list one curl asked for)
+			// is dropped as any unread key, not rebuilt for as long as the registry
+			// changes.
 			if v, ok := c.ro.peek(k); ok && now.Sub(v.Built) < c.cfg.UpdateInterval {
 				kept = append(kept, k)
 				continue
@@ -304,6 +307,10 @@ func (c *Cache) deleteExpired() {
 	}
 	c.mu.Unlock()
 }
+
+// isClientsDocument reports whether k is the full registry or the delta as
+// Eureka's clients ask for them: JSON, full form, no remote regions.
+func isClientsDocument(k Key) bool { return k.JSON && !k.Compact && k.Regions == "" }
 
 // isRegistryDocument reports whether k is the full registry or the delta (any variant, any
 // regions).
