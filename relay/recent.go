@@ -79,7 +79,7 @@ func (c *recentChanges) shown(keys []key, now time.Time) {
 	if c.entries == nil {
 		c.entries = map[key]recentEntry{}
 	}
-	c.record(byName(c.served), nil, keys, now)
+	c.record(byName(c.served), byName(nil), keys, now)
 }
 
 // record stores each key's latest state: as in cur (ADDED or MODIFIED),
@@ -167,8 +167,11 @@ func byName(apps *registry.Applications) *index {
 	return ix
 }
 
-// lookup finds k's instance.
+// lookup finds k's instance (none in a nil index).
 func lookup(ix *index, k key) (registry.LeaseView, bool) {
+	if ix == nil {
+		return registry.LeaseView{}, false
+	}
 	m, ok := ix.ids[k.app]
 	if !ok {
 		if a := ix.apps[k.app]; a != nil {
