@@ -65,8 +65,8 @@ func renewalsBody(n int) []byte {
 }
 
 // The body a relay writes takes the scanning path, and an item of it costs
-// no allocation at the core: a request of 1,000 items allocates as often
-// as one of 10.
+// no allocation at the core: a request of 1,000 items allocates about as
+// often as one of 10.
 func TestRenewalItemDoesNotAllocate(t *testing.T) {
 	if _, ok := scanRenewals(renewalsBody(3)); !ok {
 		t.Fatal("the relay's renewals body is not read by scanRenewals")
@@ -84,7 +84,10 @@ func TestRenewalItemDoesNotAllocate(t *testing.T) {
 			}
 		})
 	}
-	if small, big := allocs(10), allocs(1000); big > small {
+	// An allocation per item would add ~990; the answer's buffer growing with
+	// the response adds a few (its doublings), and the race detector's
+	// sync.Pool drops some puts at random.
+	if small, big := allocs(10), allocs(1000); big > small+50 {
 		t.Fatalf("renewals allocate %.0f times for 10 items and %.0f for 1,000: an item allocates", small, big)
 	}
 }
