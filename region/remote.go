@@ -387,6 +387,13 @@ func applyDelta(cur, delta *registry.Applications) (*registry.Applications, []*r
 // diff lists the instances that differ between two copies (by content,
 // apart from lease timestamps, which change with every remote heartbeat).
 func diff(prev, next *registry.Applications) []*registry.Instance {
+	return Diff(prev, next, func(a, b *registry.Instance) bool { return reflect.DeepEqual(a, b) })
+}
+
+// Diff lists the instances that differ between two copies, same deciding
+// whether two versions of one instance are equal: both versions of a
+// modified one, the new one of an added one, the old one of a removed one.
+func Diff(prev, next *registry.Applications, same func(a, b *registry.Instance) bool) []*registry.Instance {
 	old := map[[2]string]*registry.Instance{}
 	if prev != nil {
 		for i := range prev.Apps {
@@ -404,7 +411,7 @@ func diff(prev, next *registry.Applications) []*registry.Instance {
 			k := [2]string{next.Apps[i].Name, v.Instance.ID()}
 			o, had := old[k]
 			delete(old, k)
-			if !had || !reflect.DeepEqual(o, v.Instance) {
+			if !had || !same(o, v.Instance) {
 				if had {
 					out = append(out, o)
 				}

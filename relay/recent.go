@@ -189,27 +189,13 @@ func lookup(ix *index, k key) (registry.LeaseView, bool) {
 // changedKeys are the instances that differ between two copies (by
 // content: lease timestamps are not the instance's; see sameInstance).
 func changedKeys(prev, next *registry.Applications) []key {
-	seen := map[key]*registry.Instance{}
-	for i := range prev.Apps {
-		for _, v := range prev.Apps[i].Instances {
-			seen[key{prev.Apps[i].Name, v.Instance.ID()}] = v.Instance
-		}
-	}
 	var out []key
-	if next != nil {
-		for i := range next.Apps {
-			for _, v := range next.Apps[i].Instances {
-				k := key{next.Apps[i].Name, v.Instance.ID()}
-				old, had := seen[k]
-				delete(seen, k)
-				if !had || !sameInstance(old, v.Instance) {
-					out = append(out, k)
-				}
-			}
+	seen := map[key]bool{}
+	for _, in := range region.Diff(prev, next, sameInstance) {
+		if k := (key{in.App, in.ID()}); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
 		}
-	}
-	for k := range seen {
-		out = append(out, k)
 	}
 	return out
 }
