@@ -2,7 +2,7 @@
 // bridge's tests (issue 27), from the binaries .ci/k8s-tools.sh builds
 // once per machine into $K8S_TOOLS/bin (default
 // $HOME/.cache/goreka-k8s/v1.37.2/bin). Without them a test is skipped,
-// or fails under CI=true.
+// or fails when Required (CI=true, or K8S_TOOLS set).
 //
 // It is its own launcher, not controller-runtime's envtest: the bridge's
 // tests need RBAC with users of their own (a static token file, so that a

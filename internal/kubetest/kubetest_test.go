@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,5 +58,46 @@ func TestAPIServer(t *testing.T) {
 	resp.Body.Close()
 	if string(b) != "in the namespace" {
 		t.Fatalf("got %q", b)
+	}
+}
+
+// outcome is a testing.TB that records whether Start failed or skipped
+// (and stops the goroutine there, as both do).
+type outcome struct {
+	testing.TB
+	failed, skipped bool
+}
+
+func (o *outcome) Helper()      {}
+func (o *outcome) Fatal(...any) { o.failed = true; runtime.Goexit() }
+func (o *outcome) Skip(...any)  { o.skipped = true; runtime.Goexit() }
+
+func startWithout(t *testing.T) *outcome {
+	o := &outcome{TB: t}
+	done := make(chan struct{})
+	go func() { defer close(done); Start(o) }()
+	<-done
+	return o
+}
+
+// Missing binaries fail the test where they are required (CI=true, or
+// K8S_TOOLS naming their directory, as .ci/run does) and skip it only on
+// a machine that never asked for them.
+func TestMissingToolsFailWhenRequired(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("HOME", empty) // the default directory is missing too
+	t.Setenv("CI", "")
+	t.Setenv("K8S_TOOLS", "")
+	if o := startWithout(t); !o.skipped || o.failed {
+		t.Errorf("no tools, nothing required: skipped %v failed %v, want a skip", o.skipped, o.failed)
+	}
+	t.Setenv("K8S_TOOLS", empty)
+	if o := startWithout(t); !o.failed {
+		t.Errorf("K8S_TOOLS=%s without the binaries: skipped %v failed %v, want a failure", empty, o.skipped, o.failed)
+	}
+	t.Setenv("K8S_TOOLS", "")
+	t.Setenv("CI", "true")
+	if o := startWithout(t); !o.failed {
+		t.Errorf("CI=true without the binaries: skipped %v failed %v, want a failure", o.skipped, o.failed)
 	}
 }
