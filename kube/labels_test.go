@@ -45,14 +45,39 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// The series' names and labels are the (and the README's): a
+// dashboard or an alert reads them by name.
 func TestMetrics(t *testing.T) {
 	m := NewMetrics()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m.Collector())
 	m.APIWrites.WithLabelValues("create", "services").Inc()
 	m.ImportedInstances.Set(3)
-	n, err := testutil.GatherAndCount(reg)
-	if err != nil || n != 5 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range s.GetLabel() {
+				name += " " + l.GetName() + "=" + l.GetValue()
+			}
+			got = append(got, name)
+		}
+	}
+	want := []string{
+		"goreka_kubernetes_api_writes_total resource=services verb=create", // labels in name order
+		"goreka_kubernetes_exported_services",
+		"goreka_kubernetes_imported_instances",
+		"goreka_kubernetes_leader",
+		"goreka_kubernetes_sync_errors_total",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("series\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 5 {
 		t.Fatalf("%d series, %v; want 5", n, err)
 	}
 }
