@@ -188,10 +188,13 @@ func (s *APIServer) Restart() {
 	s.startAPIServer()
 }
 
-// Config is a client configuration for user (Admin, Goreka, Nobody).
+// Config is a client configuration for user (Admin, Goreka, Nobody). It
+// drops the API server's warnings (core/v1 Endpoints is deprecated: a
+// line per write of the export's Endpoints, as goreka's own client does).
 func (s *APIServer) Config(user string) *rest.Config {
 	return &rest.Config{Host: s.URL(), BearerToken: Token(user),
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200,
+		WarningHandler: rest.NoWarnings{}}
 }
 
 // Client is a clientset for user.

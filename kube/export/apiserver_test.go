@@ -328,15 +328,13 @@ func TestAgainstAPIServer(t *testing.T) {
 
 // twoGroups runs two goreka groups of different cluster ids, each of two
 // exporters (one leads), against one namespace: both export the same
-// application names, churn runs for GOREKA_K8S_CHURN (default 3 s, 5 min
-// under CI=true), and in the end each object is written by its owner only
-// and the counts are what the registries say.
+// application names, churn runs for GOREKA_K8S_CHURN (default 3 s; make
+// kube-churn runs the 5 minutes in CI, beside the Eureka clients'
+// suite), and in the end each object is written by its owner only and
+// the counts are what the registries say.
 func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	sp := newSpace(t, api, "groups")
 	d := 3 * time.Second
-	if os.Getenv("CI") == "true" {
-		d = 5 * time.Minute
-	}
 	if v := os.Getenv("GOREKA_K8S_CHURN"); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil {
@@ -384,7 +382,38 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 			mustRegister(t, reg, up("SHARED", "s-"+g.id, "10.244.20.1", 8080))
 		}
 	}
-	// Churn: instances flip status and come and go on both groups.
+	total := func() float64 {
+		n := 0.0
+		for _, g := range gs {
+			for _, r := range g.run {
+				n += r.writes()
+			}
+		}
+		return n
+	}
+	created := func() float64 {
+		n := 0.0
+		for _, g := range gs {
+			for _, r := range g.run {
+				n += testutil.ToFloat64(r.e.m.APIWrites.WithLabelValues("create", "services"))
+			}
+		}
+		return n
+	}
+	// The first export done (each group's leader has written its objects).
+	for _, g := range gs {
+		waitFor(t, 30*time.Second, g.id+" leads", func() bool { return g.run[0].leading() || g.run[1].leading() })
+		for _, r := range g.run {
+			r.reconciled(t)
+		}
+	}
+	before, createdBefore := total(), created()
+	// Churn: every instance in turn is set OUT_OF_SERVICE, then each is
+	// cancelled, then each registers again UP, over and over on both
+	// groups, one change every 40 ms: each cycle of 36 changes (1.44 s)
+	// leaves every application without instances for 9 changes (360 ms,
+	// longer than the exporters' coalescing), so its Service is deleted
+	// and created again.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for gi, g := range gs {
@@ -393,12 +422,13 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 				select {
 				case <-stop:
 					return
-				case <-time.After(20 * time.Millisecond):
+				case <-time.After(40 * time.Millisecond):
 				}
-				app, id := fmt.Sprintf("%s-APP%d", g.id, n%3), fmt.Sprint("i", n%4)
-				ip := fmt.Sprintf("10.244.%d.%d", 10+gi, (n%3)*10+n%4+1)
+				a, i := n%12/4, n%4
+				app, id := fmt.Sprintf("%s-APP%d", g.id, a), fmt.Sprint("i", i)
+				ip := fmt.Sprintf("10.244.%d.%d", 10+gi, a*10+i+1)
 				for _, reg := range g.regs {
-					switch n % 3 {
+					switch n / 12 % 3 {
 					case 0:
 						_ = reg.StatusUpdate(app, id, registry.StatusOutOfService, time.Now(), false)
 					case 1:
@@ -413,6 +443,14 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	time.Sleep(d)
 	close(stop)
 	wg.Wait()
+	// The churn reached the API server: about 6 Services created again
+	// per cycle; a churn that never emptied an application (the same
+	// operation on an instance every time) creates none.
+	cycles := d.Seconds() / 1.44
+	if c := created() - createdBefore; c < max(2, cycles) {
+		t.Errorf("%v of churn (%.0f cycles): %v Services created again, want %.0f at least (%v writes)", d, cycles, c, max(2, cycles), total()-before)
+	}
+	t.Logf("churn %v: %v writes, %v Services created again", d, total()-before, created()-createdBefore)
 	// Settle: every instance back UP (cancelled first: its override goes).
 	for gi, g := range gs {
 		for a := range 3 {
@@ -511,15 +549,6 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 		}
 	}
 	// Stable: a full reconcile changes nothing.
-	total := func() float64 {
-		n := 0.0
-		for _, g := range gs {
-			for _, r := range g.run {
-				n += r.writes()
-			}
-		}
-		return n
-	}
 	for _, g := range gs {
 		for _, r := range g.run {
 			r.reconciled(t)
