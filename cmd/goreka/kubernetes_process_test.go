@@ -7,6 +7,8 @@ package main
 // API server accepts them because they are not loopback.
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"path/filepath"
@@ -76,4 +78,94 @@ func TestKubernetesImportSurvivesRestart(t *testing.T) {
 	if m := scrape(t, n); m["goreka_kubernetes_imported_instances"] != 1 {
 		t.Errorf("goreka_kubernetes_imported_instances = %v", m["goreka_kubernetes_imported_instances"])
 	}
+}
+
+// Both directions on, the API server goes away for longer than the
+// export Lease's renew deadline (10 s) and comes back: goreka keeps
+// serving all along (its imported instances, a client registering and
+// reading, readiness), drops nothing imported while the API server is
+// away, gives up the Lease (goreka_kubernetes_leader 0) instead of
+// exiting, and once it is back writes what changed meanwhile and applies
+// the Service's new slice.
+func TestKubernetesOutageKeepsServing(t *testing.T) {
+	api := kubetest.Start(t)
+	admin := api.Client(kubetest.Admin)
+	ctx := t.Context()
+	for _, ns := range []string{"shop", "bridge"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := true
+	slice := func(ids ...string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-a", Labels: map[string]string{kube.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: new(int32(8080))}}}
+		for i, id := range ids {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.206." + string(rune('1'+i))},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: id}})
+		}
+		return s
+	}
+	if _, err := admin.DiscoveryV1().EndpointSlices("shop").Create(ctx, slice("web-0", "web-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t, "127.0.0.1")
+	n := processNode(t, "K", "127.0.0.1", port, standaloneArgs("127.0.0.1", port,
+		"--goreka.kubernetes.enabled=true", "--goreka.kubernetes.kubeconfig="+api.Kubeconfig(kubetest.Admin),
+		"--goreka.kubernetes.import.enabled=true", "--goreka.kubernetes.import.namespaces=shop",
+		"--goreka.kubernetes.export.enabled=true", "--goreka.kubernetes.export.namespace=bridge",
+		"--goreka.kubernetes.resync-grace=1s")...)
+	n.start()
+	n.waitServing()
+	register(t, n, "ORDERS", "orders-1", 30, 90) // ipAddr 10.9.8.7
+	exported := func(svc string) bool {
+		ep, err := admin.CoreV1().Endpoints("bridge").Get(context.Background(), svc, metav1.GetOptions{})
+		return err == nil && len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && ep.Subsets[0].Addresses[0].IP == "10.9.8.7"
+	}
+	both := map[string]string{"WEB/web-0": "UP", "WEB/web-1": "UP"}
+	waitUntil(t, "web imported and orders exported", 60*time.Second, func() (bool, string) {
+		got, _ := appInstances(n, "WEB")
+		return maps.Equal(got, both) && exported("orders"), fmt.Sprint(got)
+	})
+
+	api.Stop()
+	// Longer than the renew deadline: the leader must give the Lease up.
+	for end := time.Now().Add(13 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if got, code := appInstances(n, "WEB"); !maps.Equal(got, both) {
+			t.Fatalf("API server away: GET /eureka/apps/WEB %d %v, want both imported instances", code, got)
+		}
+		if code, _, err := do("GET", "http://"+n.addr()+"/actuator/health/readiness", ""); err != nil || code != http.StatusOK {
+			t.Fatalf("API server away: readiness %d %v", code, err)
+		}
+	}
+	register(t, n, "PAYMENTS", "payments-1", 30, 90)
+	if got, _ := appInstances(n, "PAYMENTS"); got["PAYMENTS/payments-1"] != "UP" {
+		t.Fatalf("registered while the API server is away: %v", got)
+	}
+	m := scrape(t, n)
+	if m["goreka_kubernetes_leader"] != 0 || m["goreka_kubernetes_sync_errors_total"] == 0 || m["goreka_kubernetes_imported_instances"] != 2 {
+		t.Errorf("API server away: leader %v, sync errors %v, imported %v; want 0, some, 2",
+			m["goreka_kubernetes_leader"], m["goreka_kubernetes_sync_errors_total"], m["goreka_kubernetes_imported_instances"])
+	}
+	if !n.alive() {
+		t.Fatal("goreka exited while the API server was away")
+	}
+
+	api.Restart()
+	cur, err := admin.DiscoveryV1().EndpointSlices("shop").Get(ctx, "web-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := slice("web-0")
+	s.ResourceVersion = cur.ResourceVersion
+	if _, err := admin.DiscoveryV1().EndpointSlices("shop").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "back: payments exported, leader again, web-1 withdrawn", 90*time.Second, func() (bool, string) {
+		got, _ := appInstances(n, "WEB")
+		m := scrape(t, n)
+		return exported("payments") && exported("orders") && m["goreka_kubernetes_leader"] == 1 &&
+				maps.Equal(got, map[string]string{"WEB/web-0": "UP"}),
+			fmt.Sprintf("web %v, payments exported %v, leader %v", got, exported("payments"), m["goreka_kubernetes_leader"])
+	})
 }

@@ -256,6 +256,12 @@ func (e *Exporter) Run(ctx context.Context) {
 			return
 		}
 		le.Run(ctx)
+		if ctx.Err() == nil {
+			// Run returns before ctx is done only when a renewal failed (an
+			// API server away or refusing): a failed call of the bridge.
+			e.m.SyncErrors.Inc()
+			e.log.Warn("kubernetes export: lost the Lease (renewal failed); contesting it again", "lease", e.cfg.LeaseName, "namespace", e.cfg.Namespace)
+		}
 		// The writes of a lost term end before the Lease is contested again.
 		e.leadMu.Lock()
 		e.leadMu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the term
