@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -167,6 +168,35 @@ func TestImportFromAPIServer(t *testing.T) {
 		t.Fatalf("web-0 %+v", v)
 	}
 	e.until("ready", 10*time.Second, im.Ready)
+	// Bad input: an EndpointSlice without endpoints beside web's (what the
+	// EndpointSlice controller writes for a Service without pods), and a
+	// Service whose only slice has none; an endpoint without addresses
+	// the API server itself refuses (422).
+	ctx := t.Context()
+	empty := func(name, svc string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.LabelServiceName: svc}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps, Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}}
+	}
+	if _, err := e.admin.DiscoveryV1().EndpointSlices("shop").Create(ctx, empty("web-empty", "web", discoveryv1.Endpoint{}), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("an endpoint without addresses: %v, want 422", err)
+	}
+	errs := testutil.ToFloat64(e.m.SyncErrors)
+	// A probe Service's slice, written after the empty ones: once it is
+	// imported, the informer has delivered them and they were reconciled.
+	probe := empty("probe-x", "probe", discoveryv1.Endpoint{Addresses: []string{"10.244.201.50"}})
+	for _, sl := range []*discoveryv1.EndpointSlice{empty("web-empty", "web"), empty("idle-x", "idle"), probe} {
+		if _, err := e.admin.DiscoveryV1().EndpointSlices("shop").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.until("the probe imported", 10*time.Second, func() bool { _, ok := e.reg.Get("PROBE", "10.244.201.50:8080"); return ok })
+	var keys []string
+	for _, k := range e.reg.ImportedKeys(kube.SourceKubernetes) {
+		keys = append(keys, k.App+"/"+k.ID)
+	}
+	if e.status("web-0") != registry.StatusUp || e.status("web-1") != registry.StatusUp || len(keys) != 3 || testutil.ToFloat64(e.m.SyncErrors) != errs {
+		t.Fatalf("beside empty slices: imported %v, sync errors %v -> %v; want web's two and the probe", keys, errs, testutil.ToFloat64(e.m.SyncErrors))
+	}
 	e.writeSlice(true, false)
 	e.until("web-1 OUT_OF_SERVICE", 10*time.Second, func() bool { return e.status("web-1") == registry.StatusOutOfService })
 	e.writeSlice(false, false)
@@ -174,7 +204,7 @@ func TestImportFromAPIServer(t *testing.T) {
 	if e.status("web-0") != registry.StatusUp {
 		t.Fatal("web-0 lost")
 	}
-	if n := testutil.ToFloat64(e.m.ImportedInstances); n != 1 {
+	if n := testutil.ToFloat64(e.m.ImportedInstances); n != 2 { // web-0 and the probe
 		t.Errorf("imported instances gauge %v", n)
 	}
 }
