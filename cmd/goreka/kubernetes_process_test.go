@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -80,13 +81,37 @@ func TestKubernetesImportSurvivesRestart(t *testing.T) {
 	}
 }
 
-// Both directions on, the API server goes away for longer than the
-// export Lease's renew deadline (10 s) and comes back: goreka keeps
-// serving all along (its imported instances, a client registering and
-// reading, readiness), drops nothing imported while the API server is
-// away, gives up the Lease (goreka_kubernetes_leader 0) instead of
-// exiting, and once it is back writes what changed meanwhile and applies
-// the Service's new slice.
+// shopInstances is GET /ns/shop/eureka/apps/WEB on n as "WEB/id" ->
+// status (nil and the code unless 200).
+func shopInstances(n *node) (map[string]string, int) {
+	code, body, err := do("GET", "http://"+n.addr()+"/ns/shop/eureka/apps/WEB", "")
+	if err != nil || code != http.StatusOK {
+		return nil, code
+	}
+	var doc struct {
+		Application struct {
+			Instance []struct{ InstanceID, Status string }
+		}
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return nil, -1
+	}
+	out := map[string]string{}
+	for _, in := range doc.Application.Instance {
+		out["WEB/"+in.InstanceID] = in.Status
+	}
+	return out, code
+}
+
+// Both directions on, Services imported into the goreka namespace of
+// their Kubernetes namespace (goreka.kubernetes.import.namespace-mode=
+// namespaces), the API server goes away for longer than the export
+// Lease's renew deadline (10 s) and comes back: goreka keeps serving all
+// along (its imported instances, a client registering and reading,
+// readiness), drops nothing imported while the API server is away, gives
+// up the Lease (goreka_kubernetes_leader 0) instead of exiting, and once
+// it is back writes what changed meanwhile and applies the Service's new
+// slice.
 func TestKubernetesOutageKeepsServing(t *testing.T) {
 	api := kubetest.Start(t)
 	admin := api.Client(kubetest.Admin)
@@ -113,6 +138,7 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 	n := processNode(t, "K", "127.0.0.1", port, standaloneArgs("127.0.0.1", port,
 		"--goreka.kubernetes.enabled=true", "--goreka.kubernetes.kubeconfig="+api.Kubeconfig(kubetest.Admin),
 		"--goreka.kubernetes.import.enabled=true", "--goreka.kubernetes.import.namespaces=shop",
+		"--goreka.kubernetes.import.namespace-mode=namespaces", "--goreka.namespaces.allowed=shop",
 		"--goreka.kubernetes.export.enabled=true", "--goreka.kubernetes.export.namespace=bridge",
 		"--goreka.kubernetes.resync-grace=1s")...)
 	n.start()
@@ -123,16 +149,19 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 		return err == nil && len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && ep.Subsets[0].Addresses[0].IP == "10.9.8.7"
 	}
 	both := map[string]string{"WEB/web-0": "UP", "WEB/web-1": "UP"}
-	waitUntil(t, "web imported and orders exported", 60*time.Second, func() (bool, string) {
-		got, _ := appInstances(n, "WEB")
+	waitUntil(t, "web imported into /ns/shop/ and orders exported", 60*time.Second, func() (bool, string) {
+		got, _ := shopInstances(n)
 		return maps.Equal(got, both) && exported("orders"), fmt.Sprint(got)
 	})
+	if got, code := appInstances(n, "WEB"); code != http.StatusNotFound {
+		t.Fatalf("web in the default namespace too: %d %v", code, got)
+	}
 
 	api.Stop()
 	// Longer than the renew deadline: the leader must give the Lease up.
 	for end := time.Now().Add(13 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		if got, code := appInstances(n, "WEB"); !maps.Equal(got, both) {
-			t.Fatalf("API server away: GET /eureka/apps/WEB %d %v, want both imported instances", code, got)
+		if got, code := shopInstances(n); !maps.Equal(got, both) {
+			t.Fatalf("API server away: GET /ns/shop/eureka/apps/WEB %d %v, want both imported instances", code, got)
 		}
 		if code, _, err := do("GET", "http://"+n.addr()+"/actuator/health/readiness", ""); err != nil || code != http.StatusOK {
 			t.Fatalf("API server away: readiness %d %v", code, err)
@@ -162,7 +191,7 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "back: payments exported, leader again, web-1 withdrawn", 90*time.Second, func() (bool, string) {
-		got, _ := appInstances(n, "WEB")
+		got, _ := shopInstances(n)
 		m := scrape(t, n)
 		return exported("payments") && exported("orders") && m["goreka_kubernetes_leader"] == 1 &&
 				maps.Equal(got, map[string]string{"WEB/web-0": "UP"}),
