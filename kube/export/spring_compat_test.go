@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -24,8 +25,10 @@ import (
 // 2025.0.0; compat/agents/spring-kubernetes) pointed at the test API
 // server by KUBECONFIG lists two real Spring Boot apps (the unchanged
 // Eureka client, compat/agents/spring-boot3) that registered with a real
-// goreka process exporting to that API server; one set OUT_OF_SERVICE
-// leaves its list, one stopped (its client cancels) is gone. The apps
+// goreka process exporting to that API server; one set OUT_OF_SERVICE is
+// serving=false in goreka's EndpointSlice and out of the Endpoints' ready
+// addresses within 1 s and leaves its list, one stopped (its client
+// cancels) is gone. The apps
 // listen on loopback and register the address 10.244.60.x (the API server
 // refuses loopback): the DiscoveryClient lists addresses and ports, it
 // connects to none, so nothing has to reach them.
@@ -105,14 +108,28 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 			len(p) == 1 && p[0].Host == "10.244.60.2" && p[0].Port == ports["payments"]
 	}, &last)
 
-	// OUT_OF_SERVICE: out of the DiscoveryClient's list (it lists ready addresses).
+	// OUT_OF_SERVICE: serving=false in goreka's EndpointSlice and out of
+	// the Endpoints' ready addresses within 1 s of the status update, and
+	// out of the DiscoveryClient's list (it lists ready addresses).
+	if sp.serving("orders", "10.244.60.1") != "true" || !slices.Equal(readyIPs(sp.endpoints("orders")), []string{"10.244.60.1"}) {
+		t.Fatalf("orders before OUT_OF_SERVICE: serving %q, ready %v", sp.serving("orders", "10.244.60.1"), readyIPs(sp.endpoints("orders")))
+	}
 	id := fmt.Sprintf("orders:%d", ports["orders"])
 	req, _ := http.NewRequest(http.MethodPut, eureka+"apps/ORDERS/"+id+"/status?value=OUT_OF_SERVICE", nil)
+	t0 := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("status update: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	waitFor(t, 10*time.Second, "orders serving=false and not ready in Endpoints", func() bool {
+		return sp.serving("orders", "10.244.60.1") == "false" && len(readyIPs(sp.endpoints("orders"))) == 0
+	})
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("OUT_OF_SERVICE reached the EndpointSlice and Endpoints after %v, want within 1 s", d)
+	} else {
+		t.Logf("OUT_OF_SERVICE -> serving=false and out of the Endpoints' ready addresses after %v", d.Round(time.Millisecond))
+	}
 	waitFor(t, 30*time.Second, "OUT_OF_SERVICE orders leaves the list", func() bool {
 		o, s := list("orders")
 		last = s
