@@ -113,6 +113,7 @@ func shopInstances(n *node) (map[string]string, int) {
 // it is back writes what changed meanwhile and applies the Service's new
 // slice.
 func TestKubernetesOutageKeepsServing(t *testing.T) {
+	t.Parallel() // ~65 s, most of it waiting on the outage and client-go's backoff
 	api := kubetest.Start(t)
 	admin := api.Client(kubetest.Admin)
 	ctx := t.Context()
