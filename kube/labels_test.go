@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,5 +80,35 @@ func TestMetrics(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 5 {
 		t.Fatalf("%d series, %v; want 5", n, err)
+	}
+}
+
+func TestDashboardRows(t *testing.T) {
+	var none *Metrics
+	m := NewMetrics()
+	if none.DashboardRows() != nil || m.DashboardRows() != nil {
+		t.Fatalf("rows with the bridge off: %v %v", none.DashboardRows(), m.DashboardRows())
+	}
+	m.ServeImport()
+	m.ImportedInstances.Set(3)
+	m.SyncErrors.Inc()
+	m.APIWrites.WithLabelValues("create", "services").Add(2)
+	m.APIWrites.WithLabelValues("update", "endpointslices").Inc()
+	rows := m.DashboardRows()
+	want := [][2]string{
+		{"kubernetes import", "3 instances from EndpointSlices (lease-less, source=kubernetes)"},
+		{"kubernetes API", "3 writes, 1 sync errors (goreka_kubernetes_sync_errors_total)"},
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("import only:\n%v\nwant\n%v", rows, want)
+	}
+	m.ServeExport()
+	if rows := m.DashboardRows(); len(rows) != 3 || !strings.HasPrefix(rows[1][1], "standby") {
+		t.Fatalf("export without the Lease: %v", rows)
+	}
+	m.Leader.Set(1)
+	m.ExportedServices.Set(7)
+	if rows := m.DashboardRows(); rows[1] != [2]string{"kubernetes export", "leader: 7 applications written as Services and EndpointSlices"} {
+		t.Fatalf("export as the leader: %v", rows)
 	}
 }

@@ -1,6 +1,12 @@
 package kube
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics are the bridge's series, one set per process, shared by both
 // directions: the importer sets ImportedInstances and counts SyncErrors,
@@ -12,6 +18,59 @@ type Metrics struct {
 	APIWrites         *prometheus.CounterVec // labels verb (create, update, delete), resource (services, endpointslices, endpoints)
 	SyncErrors        prometheus.Counter
 	Leader            prometheus.Gauge
+
+	// importing and exporting are set by the importer and the exporter
+	// they are given to (ServeImport, ServeExport): the dashboard shows a
+	// row per direction that runs.
+	importing, exporting atomic.Bool
+}
+
+// ServeImport marks the set as an importer's (importer.New calls it).
+func (m *Metrics) ServeImport() { m.importing.Store(true) }
+
+// ServeExport marks the set as an exporter's (export.New calls it).
+func (m *Metrics) ServeExport() { m.exporting.Store(true) }
+
+// DashboardRows are the dashboard's General Info rows of the bridge: one per
+// direction that runs (none when the bridge is off or m is nil), read from
+// the same series as /metrics, so the page and the scrape never disagree.
+func (m *Metrics) DashboardRows() [][2]string {
+	if m == nil {
+		return nil
+	}
+	var rows [][2]string
+	if m.importing.Load() {
+		rows = append(rows, [2]string{"kubernetes import", fmt.Sprintf("%d instances from EndpointSlices (lease-less, source=kubernetes)", int64(value(m.ImportedInstances)))})
+	}
+	if m.exporting.Load() {
+		role := "standby: another node of the group holds the export Lease"
+		if value(m.Leader) == 1 {
+			role = fmt.Sprintf("leader: %d applications written as Services and EndpointSlices", int64(value(m.ExportedServices)))
+		}
+		rows = append(rows, [2]string{"kubernetes export", role})
+	}
+	if len(rows) > 0 {
+		var writes float64
+		ch := make(chan prometheus.Metric, 16)
+		go func() { m.APIWrites.Collect(ch); close(ch) }()
+		for x := range ch {
+			writes += value(x)
+		}
+		rows = append(rows, [2]string{"kubernetes API", fmt.Sprintf("%d writes, %d sync errors (goreka_kubernetes_sync_errors_total)", int64(writes), int64(value(m.SyncErrors)))})
+	}
+	return rows
+}
+
+// value reads a gauge's or a counter's current value.
+func value(x prometheus.Metric) float64 {
+	var d dto.Metric
+	if x.Write(&d) != nil {
+		return 0
+	}
+	if d.Gauge != nil {
+		return d.Gauge.GetValue()
+	}
+	return d.Counter.GetValue()
 }
 
 // NewMetrics returns a fresh, unregistered set.

@@ -44,9 +44,10 @@ type DashboardState struct {
 	Namespace   string
 	Namespaces  func() []string
 	DefaultPath string
-	// Extra adds rows to General Info (a relay's upstream and the staleness
-	// of its copy, package relay); nil or nil rows: none.
-	Extra func() [][2]string
+	// Extra add rows to General Info, in order (a relay's upstream and the
+	// staleness of its copy, package relay; the Kubernetes bridge's
+	// directions, package kube); nil functions and nil rows: none.
+	Extra []func() [][2]string
 	// XDS, when set, lists the namespace's connected xDS clients (nil: xDS
 	// is off and the section is hidden); api.XDS satisfies it.
 	XDS interface{ Clients() []wire.XDSClient }
@@ -78,8 +79,10 @@ func (d *DashboardState) DashboardData() DashboardData {
 			data.GeneralInfo = append(data.GeneralInfo, kv)
 		}
 	}
-	if d.Extra != nil {
-		data.GeneralInfo = append(data.GeneralInfo, d.Extra()...)
+	for _, rows := range d.Extra {
+		if rows != nil {
+			data.GeneralInfo = append(data.GeneralInfo, rows()...)
+		}
 	}
 	if self := d.Status.Self; self != nil {
 		data.InstanceInfo = [][2]string{{"ipAddr", self.IPAddr}, {"status", string(self.Status)}}

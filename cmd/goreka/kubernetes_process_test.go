@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,6 +177,10 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 	if m["goreka_kubernetes_leader"] != 0 || m["goreka_kubernetes_sync_errors_total"] == 0 || m["goreka_kubernetes_imported_instances"] != 2 {
 		t.Errorf("API server away: leader %v, sync errors %v, imported %v; want 0, some, 2",
 			m["goreka_kubernetes_leader"], m["goreka_kubernetes_sync_errors_total"], m["goreka_kubernetes_imported_instances"])
+	}
+	if code, page, err := do("GET", "http://"+n.addr()+"/", ""); err != nil || code != http.StatusOK ||
+		!strings.Contains(string(page), "2 instances from EndpointSlices") || !strings.Contains(string(page), "standby: another node") {
+		t.Errorf("API server away: the dashboard (%d, %v) shows no import of 2 instances or no export on standby", code, err)
 	}
 	if !n.alive() {
 		t.Fatal("goreka exited while the API server was away")

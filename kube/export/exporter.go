@@ -145,6 +145,7 @@ func New(cfg Config, reg *registry.Registry) *Exporter {
 	if cfg.Metrics == nil {
 		cfg.Metrics = kube.NewMetrics()
 	}
+	cfg.Metrics.ServeExport()
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

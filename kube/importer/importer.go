@@ -97,6 +97,7 @@ func New(cfg Config) (*Importer, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = kube.NewMetrics()
 	}
+	cfg.Metrics.ServeImport()
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
 	}
