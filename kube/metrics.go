@@ -61,6 +61,16 @@ func (m *Metrics) DashboardRows() [][2]string {
 	return rows
 }
 
+// Rows is DashboardRows for the process's own dashboard (the default
+// namespace's: the bridge is the process's, not a namespace's) and nil for
+// the others.
+func (m *Metrics) Rows(process bool) func() [][2]string {
+	if !process {
+		return nil
+	}
+	return m.DashboardRows
+}
+
 // value reads a gauge's or a counter's current value.
 func value(x prometheus.Metric) float64 {
 	var d dto.Metric

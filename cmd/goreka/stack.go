@@ -138,7 +138,7 @@ func (a *app) newStack(name string, base []replication.Peer) (*stack, error) {
 			Environment: cfg.Environment, Datacenter: cfg.Datacenter, Status: status,
 			Eviction: s.evictor, Replication: s.repl, Health: s.health,
 			Namespace: name, Namespaces: func() []string { return a.ns.Names() }, DefaultPath: cfg.Dashboard.Path, XDS: xv,
-			Extra: []func() [][2]string{s.relay.DashboardRows, a.kubeRows(name)},
+			Extra: []func() [][2]string{s.relay.DashboardRows, a.kubeMetrics.Rows(name == namespace.Default)},
 		})
 	}
 

@@ -15,7 +15,6 @@ import (
 	"github.com/goreka/goreka/kube"
 	"github.com/goreka/goreka/kube/export"
 	"github.com/goreka/goreka/kube/importer"
-	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/relay"
@@ -42,15 +41,6 @@ func xdsServer(cfg *config.Config, log *slog.Logger, tlsIn *tlsconf.Server, iden
 func (a *app) kubeExporter() (*export.Exporter, error) {
 	kc := kube.Config(a.cfg.Goreka.Kubernetes)
 	return export.FromConfig(kc, a.reg, a.cfg.Instance.InstanceID, a.kubeMetrics, a.log.With("component", "kubernetes-export"), a.now)
-}
-
-// kubeRows are the bridge's dashboard rows, on the default namespace's page
-// only: the bridge is the process's, not a namespace's.
-func (a *app) kubeRows(ns string) func() [][2]string {
-	if ns != namespace.Default {
-		return nil
-	}
-	return a.kubeMetrics.DashboardRows
 }
 
 // kubeImporter maps goreka.kubernetes.* onto the import: nil unless enabled.
