@@ -111,4 +111,7 @@ func TestDashboardRows(t *testing.T) {
 	if rows := m.DashboardRows(); rows[1] != [2]string{"kubernetes export", "leader: 7 applications written as Services and EndpointSlices"} {
 		t.Fatalf("export as the leader: %v", rows)
 	}
+	if m.Rows(false) != nil || len(m.Rows(true)()) != 3 {
+		t.Fatal("Rows: a namespace's dashboard shows the process's bridge, or the process's shows none")
+	}
 }
