@@ -536,3 +536,21 @@ func TestPKCS12KeyAliasPicksOneOfSeveral(t *testing.T) {
 		}
 	}
 }
+
+// A PKCS12 file whose first certificate is the CA, not the key's: the
+// key's certificate is served as the leaf.
+func TestPKCS12LeafIsTheKeysCertificate(t *testing.T) {
+	ca := newCA(t, "ca")
+	c, k := ca.valid(t, "goreka")
+	b, err := pkcs12.Modern.Encode(k, ca.cert, []*x509.Certificate{c}, "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadKeys(keysOf(write(t, filepath.Join(t.TempDir(), "ca-first.p12"), b), "PKCS12", "pw"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Leaf.Equal(c) {
+		t.Fatalf("leaf %v", got.Leaf.Subject)
+	}
+}
