@@ -121,6 +121,8 @@ func TestTLSConfigErrors(t *testing.T) {
 	goodCrt, _ := f.pemPair("good", c, k)
 	_, otherKey := f.valid("other")
 	_, wrongKey := f.pemPair("other", c, otherKey)
+	oldP12 := f.p12("old.p12", oc, ok, "secret")
+	earlyJKS := f.jks("early.jks", "goreka", yc, yk, "storepw")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -133,7 +135,13 @@ func TestTLSConfigErrors(t *testing.T) {
 		{"expired", []string{"--server.ssl.certificate=" + oldCrt, "--server.ssl.certificate-private-key=" + oldKey}, []string{"server.ssl.certificate", "expired at"}},
 		{"not yet valid", []string{"--server.ssl.certificate=" + earlyCrt, "--server.ssl.certificate-private-key=" + earlyKey}, []string{"server.ssl.certificate", "not valid yet"}},
 		{"key does not match", []string{"--server.ssl.certificate=" + goodCrt, "--server.ssl.certificate-private-key=" + wrongKey}, []string{"server.ssl.certificate", "does not match"}},
-		{"unknown store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-type=BKS"}, []string{"server.ssl.key-store-type", `"BKS"`}},
+		{"unknown store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-type=BKS"}, []string{"server.ssl.key-store-type", `"BKS"`, "must be one of pkcs12, jks, pem (or empty)"}},
+		{"unknown trust store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.trust-store=" + p12, "--server.ssl.trust-store-type=JCEKS"},
+			[]string{"server.ssl.trust-store-type", `"JCEKS"`}},
+		{"expired in a PKCS12 keystore", []string{"--server.ssl.key-store=" + oldP12, "--server.ssl.key-store-password=secret"}, []string{"server.ssl.key-store", "CN=old expired at"}},
+		{"not yet valid in a JKS keystore", []string{"--server.ssl.key-store=" + earlyJKS, "--server.ssl.key-store-password=storepw"}, []string{"server.ssl.key-store", "CN=early is not valid yet"}},
+		{"expired client certificate", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + oldP12, "--eureka.client.tls.key-store-password=secret"},
+			[]string{"eureka.client.tls.key-store", "expired at"}},
 		{"unknown cipher", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.ciphers=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NO_SUCH_SUITE"}, []string{"server.ssl.ciphers", "TLS_NO_SUCH_SUITE"}},
 		{"unknown protocol", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.enabled-protocols=SSLv3"}, []string{"server.ssl.enabled-protocols", "SSLv3"}},
 		{"bad client-auth", []string{"--server.ssl.key-store=" + p12, "--server.ssl.client-auth=sometimes"}, []string{"server.ssl.client-auth", "sometimes"}},
@@ -241,5 +249,73 @@ func TestTLSMutualAuthServing(t *testing.T) {
 	want := fmt.Sprintf(`goreka_tls_certificate_expiry_seconds{use="server"} %g`, float64(c2.NotAfter.Unix()))
 	if !strings.Contains(string(m), want) || !strings.Contains(string(m), `goreka_tls_certificate_expiry_seconds{use="server-trust"}`) {
 		t.Fatalf("metrics lack %s:\n%s", want, grepLines(string(m), "goreka_tls"))
+	}
+}
+
+// TestTLSWantWithoutACertificateIs401: with client-auth=want and users
+// configured, a client that sends no certificate completes the handshake
+// and gets the usual 401 (reads and writes); a certificate of the trust
+// store that names no user is no credential either; one of another CA
+// fails the handshake (want verifies what is sent); the certificate user
+// writes its app, and a password user without a certificate still works.
+func TestTLSWantWithoutACertificateIs401(t *testing.T) {
+	f := newTLSFiles(t)
+	sc, sk := f.valid("server")
+	crt, key := f.pemPair("server", sc, sk)
+	addr, _ := serveOps(t, "--server.ssl.certificate="+crt, "--server.ssl.certificate-private-key="+key, "--server.ssl.trust-certificate="+f.caFile(),
+		"--server.ssl.client-auth=want",
+		"--goreka.security.users[0].name=orders", "--goreka.security.users[0].certificate-subject=orders-client", "--goreka.security.users[0].apps=ORDERS",
+		"--goreka.security.users[1].name=pw", "--goreka.security.users[1].password=pw-pw", "--goreka.security.users[1].apps=PW")
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	client := func(c *x509.Certificate, k *ecdsa.PrivateKey) *http.Client {
+		tc := &tls.Config{RootCAs: roots}
+		if c != nil {
+			tc.Certificates = []tls.Certificate{{Certificate: [][]byte{c.Raw}, PrivateKey: k}}
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		return hc
+	}
+	call := func(hc *http.Client, method, app, auth string) (int, http.Header, error) {
+		var body io.Reader
+		u := "https://" + addr + "/eureka/apps"
+		if method == http.MethodPost {
+			u += "/" + app
+			body = strings.NewReader(`{"instance":{"instanceId":"i-1","hostName":"h1","app":"` + app + `","ipAddr":"10.0.0.1","status":"UP","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`)
+		}
+		req, _ := http.NewRequest(method, u, body)
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			u, p, _ := strings.Cut(auth, ":")
+			req.SetBasicAuth(u, p)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header, nil
+	}
+	none := client(nil, nil)
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		code, h, err := call(none, m, "ORDERS", "")
+		if err != nil || code != 401 || h.Get("WWW-Authenticate") == "" {
+			t.Fatalf("%s without a certificate: %d %v %v; want 401 with a challenge", m, code, h, err)
+		}
+	}
+	if code, _, err := call(client(f.valid("stranger")), http.MethodGet, "", ""); err != nil || code != 401 {
+		t.Fatalf("a certificate that names no user: %d %v", code, err)
+	}
+	if code, _, err := call(client(f.valid("orders-client")), http.MethodPost, "ORDERS", ""); err != nil || code != 204 {
+		t.Fatalf("the certificate user: %d %v", code, err)
+	}
+	if code, _, err := call(none, http.MethodPost, "PW", "pw:pw-pw"); err != nil || code != 204 {
+		t.Fatalf("a password user without a certificate: %d %v", code, err)
+	}
+	other := newTLSFiles(t)
+	if code, _, err := call(client(other.valid("orders-client")), http.MethodGet, "", ""); err == nil {
+		t.Fatalf("a certificate of another CA was answered %d", code)
 	}
 }

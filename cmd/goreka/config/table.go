@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -442,6 +443,10 @@ func enumField(f func(*Config) *string, allowed ...string) setter {
 				*f(c) = v
 				return nil
 			}
+		}
+		shown := slices.DeleteFunc(slices.Clone(allowed), func(a string) bool { return a == "" })
+		if len(shown) < len(allowed) {
+			return fmt.Errorf("must be one of %s (or empty)", strings.Join(shown, ", "))
 		}
 		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
 	}
