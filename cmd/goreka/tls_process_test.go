@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +318,89 @@ func TestTLSWantWithoutACertificateIs401(t *testing.T) {
 	other := newTLSFiles(t)
 	if code, _, err := call(client(other.valid("orders-client")), http.MethodGet, "", ""); err == nil {
 		t.Fatalf("a certificate of another CA was answered %d", code)
+	}
+}
+
+// TestTLSClientSideReachesRegionsAndRelayUpstream: goreka's other calls to
+// a Eureka server take eureka.client.tls.* too. U serves with
+// client-auth=need and knows the downstream servers' certificate as a peer
+// user; L has U as a remote region and serves U's instance; R is a relay
+// with U upstream and forwards its client's registration there. Both
+// verify U's certificate (an IP SAN) against the truststore; a relay with
+// a trust store of another CA never gets its registration through.
+func TestTLSClientSideReachesRegionsAndRelayUpstream(t *testing.T) {
+	f := newTLSFiles(t)
+	uc, uk := f.valid("upstream")
+	crt, key := f.pemPair("upstream", uc, uk)
+	ca := f.caFile()
+	dc, dk := f.valid("downstream")
+	down := f.p12("downstream.p12", dc, dk, "changeit")
+	ip := "127.0.0.1"
+	up := freePort(t, ip)
+	u := inProcessNode(t, "upstream", ip, up, standaloneArgs(ip, up, "--server.ssl.certificate="+crt, "--server.ssl.certificate-private-key="+key,
+		"--server.ssl.trust-certificate="+ca, "--server.ssl.client-auth=need",
+		"--goreka.security.users[0].name=tester", "--goreka.security.users[0].certificate-subject=tester", "--goreka.security.users[0].roles=admin",
+		"--goreka.security.users[1].name=downstream", "--goreka.security.users[1].certificate-subject=downstream", "--goreka.security.users[1].roles=peer",
+		"--eureka.server.response-cache-update-interval-ms=100")...)
+	u.start()
+	upURL := "https://" + hostPort(ip, up) + "/eureka/"
+	clientTLS := func(trust string) []string {
+		return []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + down, "--eureka.client.tls.key-store-password=changeit",
+			"--eureka.client.tls.trust-store=" + trust, "--eureka.client.tls.trust-store-type=PEM"}
+	}
+	lp, rp, xp := freePort(t, ip), freePort(t, ip), freePort(t, ip)
+	l := inProcessNode(t, "region-reader", ip, lp, standaloneArgs(ip, lp, append(clientTLS(ca),
+		"--eureka.server.remote-region-urls-with-name.up="+upURL, "--eureka.server.remote-region-registry-fetch-interval=1")...)...)
+	relayArgs := func(port int, trust string) []string {
+		return standaloneArgs(ip, port, append(clientTLS(trust), "--goreka.relay.upstream="+upURL, "--goreka.relay.heartbeat-interval=1s",
+			"--goreka.relay.fetch-interval=1s")...)
+	}
+	r := inProcessNode(t, "relay", ip, rp, relayArgs(rp, ca)...)
+	stranger := newTLSFiles(t)
+	x := inProcessNode(t, "relay-of-another-ca", ip, xp, relayArgs(xp, stranger.caFile())...)
+	l.start()
+	r.start()
+	x.start()
+
+	tc, tk := f.valid("tester")
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	tester := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{tc.Raw}, PrivateKey: tk}}}}}
+	t.Cleanup(tester.CloseIdleConnections)
+	upApps := func() string {
+		req, _ := http.NewRequest(http.MethodGet, upURL+"apps/", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := tester.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	req, _ := http.NewRequest(http.MethodPost, upURL+"apps/UPAPP", strings.NewReader(instanceBody("UPAPP", "u1", 30, 90)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tester.Do(req)
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("register on the upstream: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	waitUntil(t, "the region reader serves the upstream's instance", 20*time.Second, func() (bool, string) {
+		got, _, _, err := regionApps(l, "/apps?regions=up")
+		return err == nil && slices.Contains(got, "UPAPP/u1"), fmt.Sprint(got, err)
+	})
+	register(t, r, "EDGE", "e1", 30, 90)
+	register(t, x, "STRANGER", "s1", 30, 90)
+	waitUntil(t, "the relay's registration on the upstream", 20*time.Second, func() (bool, string) {
+		b := upApps()
+		return strings.Contains(b, `"instanceId":"e1"`), b
+	})
+	if b := upApps(); strings.Contains(b, `"instanceId":"s1"`) {
+		t.Fatalf("a relay that cannot verify the upstream got its registration through:\n%s", b)
+	}
+	if len(x.logs().grep("certificate signed by unknown authority")) == 0 {
+		t.Errorf("the relay of another CA logs no verification failure:\n%s", x.logs())
 	}
 }
