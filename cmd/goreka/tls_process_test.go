@@ -404,3 +404,61 @@ func TestTLSClientSideReachesRegionsAndRelayUpstream(t *testing.T) {
 		t.Errorf("the relay of another CA logs no verification failure:\n%s", x.logs())
 	}
 }
+
+// TestTLSServesFromSSLBundles: server.ssl.bundle names a Spring Boot SSL
+// bundle, a JKS one (keystore opened by key.alias, a PKCS12 truststore,
+// client-auth need from server.ssl) or a PEM one, and goreka serves with it.
+func TestTLSServesFromSSLBundles(t *testing.T) {
+	f := newTLSFiles(t)
+	c, k := f.valid("from-jks-bundle")
+	jks := f.jks("web.jks", "web", c, k, "storepw")
+	trust, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{f.ca}, "trustpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustFile := f.write("trust.p12", trust)
+	pc, pk := f.valid("from-pem-bundle")
+	crt, key := f.pemPair("pem-bundle", pc, pk)
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	cc, ck := f.valid("client")
+	for _, tc := range []struct {
+		name, cn string
+		cert     bool
+		args     []string
+	}{
+		{"jks", "from-jks-bundle", true, []string{"--server.ssl.bundle=web", "--server.ssl.client-auth=need",
+			"--spring.ssl.bundle.jks.web.keystore.location=file:" + jks, "--spring.ssl.bundle.jks.web.keystore.password=storepw",
+			"--spring.ssl.bundle.jks.web.keystore.type=JKS", "--spring.ssl.bundle.jks.web.key.alias=web",
+			"--spring.ssl.bundle.jks.web.truststore.location=" + trustFile, "--spring.ssl.bundle.jks.web.truststore.password=trustpw"}},
+		{"pem", "from-pem-bundle", false, []string{"--server.ssl.bundle=mesh",
+			"--spring.ssl.bundle.pem.mesh.keystore.certificate=" + crt, "--spring.ssl.bundle.pem.mesh.keystore.private-key=" + key}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := serveOps(t, tc.args...)
+			cfg := &tls.Config{RootCAs: roots}
+			if tc.cert {
+				cfg.Certificates = []tls.Certificate{{Certificate: [][]byte{cc.Raw}, PrivateKey: ck}}
+			}
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Get("https://" + addr + "/eureka/apps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.TLS.PeerCertificates[0].Subject.CommonName; resp.StatusCode != 200 || got != tc.cn {
+				t.Fatalf("%d, served %s", resp.StatusCode, got)
+			}
+			if tc.cert {
+				cfg.Certificates = nil
+				hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+				defer hc.CloseIdleConnections()
+				if resp, err := hc.Get("https://" + addr + "/eureka/apps"); err == nil {
+					resp.Body.Close()
+					t.Fatal("client-auth=need with a bundle: a client without a certificate was answered")
+				}
+			}
+		})
+	}
+}
