@@ -1,7 +1,12 @@
 // Package tlsconf builds goreka's TLS, server and client side, from what a
 // Spring Boot user configures: keystores (PKCS12 through go-pkcs12, JKS
 // through keystore-go) or PEM files, truststores, client-auth none, want or
-// need, Java's protocol and IANA cipher names.
+// need, Java's protocol and IANA cipher names. key-alias picks the entry
+// of a keystore with several; the names of a PKCS12 file's key entries are
+// read beside go-pkcs12 (p12names.go), whose only view of them (ToPEM)
+// refuses the attribute of Java's trusted certificate entries. A PKCS12
+// keystore with several keys and trusted certificates together is refused
+// with what to do.
 //
 // The material is held by a *Server or *Client and handed to each
 // handshake (GetConfigForClient and GetCertificate on the server side;

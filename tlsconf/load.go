@@ -269,31 +269,125 @@ func pemKey(data []byte, prop string) (crypto.PrivateKey, error) {
 // files alike).
 func pkcs12Keys(data []byte, k Keys) ([]*x509.Certificate, crypto.PrivateKey, error) {
 	n := k.Names
-	key, leaf, cas, err := pkcs12.DecodeChain(data, k.Password)
+	pw := k.Password
+	key, leaf, cas, err := pkcs12.DecodeChain(data, pw)
 	if errors.Is(err, pkcs12.ErrIncorrectPassword) && k.KeyPassword != "" && k.KeyPassword != k.Password {
-		key, leaf, cas, err = pkcs12.DecodeChain(data, k.KeyPassword)
+		pw = k.KeyPassword
+		key, leaf, cas, err = pkcs12.DecodeChain(data, pw)
+	}
+	if err != nil && k.Alias != "" && strings.Contains(err.Error(), "expected exactly one key bag") {
+		return pkcs12Entry(data, pw, k)
 	}
 	if err != nil {
 		return nil, nil, pkcs12Problem(err, k.Store, n)
 	}
 	if k.Alias != "" {
-		// go-pkcs12 keeps the friendly names (keytool's aliases) only
-		// in its PEM conversion.
-		blocks, perr := pkcs12.ToPEM(data, k.Password)
-		if perr != nil {
-			return nil, nil, problem(n.Alias, "cannot read the aliases of %s to find %q: %v", k.Store, k.Alias, perr)
-		}
-		var aliases []string
-		for _, b := range blocks {
-			if b.Type == "PRIVATE KEY" {
-				aliases = append(aliases, b.Headers["friendlyName"])
+		// The key entries' names (keytool's aliases): from the key bags
+		// in the clear, else from go-pkcs12's PEM conversion.
+		aliases, ok := pkcs12KeyAliases(data)
+		if !ok {
+			blocks, perr := pkcs12.ToPEM(data, pw)
+			if perr != nil {
+				return nil, nil, problem(n.Alias, "cannot read the aliases of %s to find %q: %v", k.Store, k.Alias, perr)
+			}
+			for _, b := range blocks {
+				if b.Type == "PRIVATE KEY" {
+					aliases = append(aliases, b.Headers["friendlyName"])
+				}
 			}
 		}
 		if !slices.ContainsFunc(aliases, func(a string) bool { return strings.EqualFold(a, k.Alias) }) {
 			return nil, nil, problem(n.Alias, "no key entry %q in %s (its key entries: %s)", k.Alias, k.Store, strings.Join(aliases, ", "))
 		}
 	}
-	return append([]*x509.Certificate{leaf}, cas...), key, nil
+	return leafFirst(key, append([]*x509.Certificate{leaf}, cas...)), key, nil
+}
+
+// leafFirst puts the certificate of key first: go-pkcs12 takes the first
+// certificate bag for the leaf, which a tool that writes the CA first
+// would make the CA.
+func leafFirst(key crypto.PrivateKey, certs []*x509.Certificate) []*x509.Certificate {
+	i := slices.IndexFunc(certs, func(c *x509.Certificate) bool { return matches(key, c) })
+	if i > 0 {
+		certs[0], certs[i] = certs[i], certs[0]
+	}
+	return certs
+}
+
+func matches(key crypto.PrivateKey, c *x509.Certificate) bool {
+	s, ok := key.(crypto.Signer)
+	if !ok {
+		return false
+	}
+	eq, ok := s.Public().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(c.PublicKey)
+}
+
+// pkcs12Entry reads the key entry named k.Alias of a PKCS12 keystore with
+// several (go-pkcs12's DecodeChain reads one): through ToPEM, which keeps
+// the entries' names and key ids, the leaf being the certificate of the
+// same key id and its chain the certificates that issued it. ToPEM refuses
+// a keystore that also holds trusted certificate entries (Java's attribute
+// on them): that one is refused with what to do.
+func pkcs12Entry(data []byte, pw string, k Keys) ([]*x509.Certificate, crypto.PrivateKey, error) {
+	n := k.Names
+	blocks, err := pkcs12.ToPEM(data, pw)
+	if err != nil {
+		return nil, nil, problem(n.Store, "%s holds several keys and trusted certificates, which goreka cannot read together; "+
+			"export the entry %q to a keystore of its own (keytool -importkeystore -srcalias %s) or use JKS: %v", k.Store, k.Alias, k.Alias, err)
+	}
+	var key crypto.PrivateKey
+	var id string
+	var aliases []string
+	var certs []*x509.Certificate
+	ids := map[*x509.Certificate]string{}
+	for _, b := range blocks {
+		switch b.Type {
+		case "PRIVATE KEY":
+			name := b.Headers["friendlyName"]
+			aliases = append(aliases, name)
+			if key != nil || !strings.EqualFold(name, k.Alias) {
+				continue
+			}
+			// ToPEM writes PKCS #1 and SEC 1 keys under this type.
+			if key, err = x509.ParsePKCS1PrivateKey(b.Bytes); err != nil {
+				if key, err = x509.ParseECPrivateKey(b.Bytes); err != nil {
+					return nil, nil, problem(n.Store, "key entry %q of %s: %v", k.Alias, k.Store, err)
+				}
+			}
+			id = b.Headers["localKeyId"]
+		case "CERTIFICATE":
+			c, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil, nil, problem(n.Store, "%s: bad certificate: %v", k.Store, err)
+			}
+			certs = append(certs, c)
+			ids[c] = b.Headers["localKeyId"]
+		}
+	}
+	if key == nil {
+		slices.Sort(aliases)
+		return nil, nil, problem(n.Alias, "no key entry %q in %s (its key entries: %s)", k.Alias, k.Store, strings.Join(aliases, ", "))
+	}
+	i := slices.IndexFunc(certs, func(c *x509.Certificate) bool { return id != "" && ids[c] == id })
+	if i < 0 {
+		return nil, nil, problem(n.Store, "key entry %q of %s has no certificate", k.Alias, k.Store)
+	}
+	chain := []*x509.Certificate{certs[i]}
+	for len(chain) < 10 {
+		last := chain[len(chain)-1]
+		if bytes.Equal(last.RawIssuer, last.RawSubject) {
+			break
+		}
+		j := slices.IndexFunc(certs, func(c *x509.Certificate) bool {
+			return bytes.Equal(c.RawSubject, last.RawIssuer) && last.CheckSignatureFrom(c) == nil
+		})
+		if j < 0 {
+			break
+		}
+		chain = append(chain, certs[j])
+	}
+	return chain, key, nil
 }
 
 func pkcs12Problem(err error, path string, n Names) error {
@@ -301,7 +395,7 @@ func pkcs12Problem(err error, path string, n Names) error {
 	case errors.Is(err, pkcs12.ErrIncorrectPassword):
 		return problem(n.Password, "wrong password for %s", path)
 	case strings.Contains(err.Error(), "expected exactly one key bag"):
-		return problem(n.Store, "%s holds several keys; goreka reads PKCS12 keystores with one key entry (use JKS or PEM for more)", path)
+		return problem(n.Store, "%s holds several key entries and no key alias names the one to use", path)
 	case strings.Contains(err.Error(), "private key missing"):
 		return problem(n.Store, "%s holds no private key entry", path)
 	}

@@ -481,3 +481,76 @@ func TestServerTrustRotation(t *testing.T) {
 		t.Fatalf("server-trust expiry %v, want %v", exp, next.cert.NotAfter)
 	}
 }
+
+// A keytool PKCS12 keystore that holds its CA as a trusted entry beside the
+// key (testdata/keytool-with-ca.p12: keytool -genkeypair -alias web, then
+// -importcert -alias zz-ca; valid 2026-01-01 to 2035) opens by key-alias,
+// and a wrong alias is named with the store's key entries.
+func TestPKCS12KeyAliasBesideATrustedEntry(t *testing.T) {
+	store := filepath.Join("testdata", "keytool-with-ca.p12")
+	keys := Keys{Store: store, Type: "PKCS12", Password: "changeit", Alias: "WEB", Names: SpringNames("server.ssl", false)}
+	got, err := loadKeys(keys, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Leaf.Subject.CommonName != "web" {
+		t.Fatalf("leaf %v", got.Leaf.Subject)
+	}
+	keys.Alias = "tomcat"
+	_, err = loadKeys(keys, t0)
+	var e *Error
+	if !errors.As(err, &e) || e.Property != "server.ssl.key-alias" || !strings.Contains(e.Problem, `no key entry "tomcat"`) || !strings.Contains(e.Problem, "entries: web") {
+		t.Fatalf("wrong alias: %v", err)
+	}
+}
+
+// A keytool PKCS12 keystore with two key entries (testdata/keytool-two-keys.p12:
+// web, self-signed, and api, signed by a CA whose certificate came in the
+// reply) gives the entry key-alias names, with its chain; without an alias,
+// or with one it does not hold, start-up stops naming the property.
+func TestPKCS12KeyAliasPicksOneOfSeveral(t *testing.T) {
+	keys := Keys{Store: filepath.Join("testdata", "keytool-two-keys.p12"), Password: "changeit", Alias: "api", Names: SpringNames("server.ssl", false)}
+	got, err := loadKeys(keys, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Leaf.Subject.CommonName != "api" || len(got.Certificate) != 2 {
+		t.Fatalf("leaf %v, chain of %d", got.Leaf.Subject, len(got.Certificate))
+	}
+	if ca, _ := x509.ParseCertificate(got.Certificate[1]); ca == nil || ca.Subject.CommonName != "keytool test CA" {
+		t.Fatalf("chain %v", ca)
+	}
+	keys.Alias = "web"
+	if got, err = loadKeys(keys, t0); err != nil || got.Leaf.Subject.CommonName != "web" || len(got.Certificate) != 1 {
+		t.Fatalf("web: %v %v", err, got)
+	}
+	for alias, want := range map[string][2]string{
+		"":       {"server.ssl.key-store", "no key alias names the one"},
+		"tomcat": {"server.ssl.key-alias", `no key entry "tomcat" in testdata/keytool-two-keys.p12 (its key entries: api, web)`},
+	} {
+		keys.Alias = alias
+		_, err := loadKeys(keys, t0)
+		var e *Error
+		if !errors.As(err, &e) || e.Property != want[0] || !strings.Contains(e.Problem, want[1]) {
+			t.Errorf("alias %q: %v", alias, err)
+		}
+	}
+}
+
+// A PKCS12 file whose first certificate is the CA, not the key's: the
+// key's certificate is served as the leaf.
+func TestPKCS12LeafIsTheKeysCertificate(t *testing.T) {
+	ca := newCA(t, "ca")
+	c, k := ca.valid(t, "goreka")
+	b, err := pkcs12.Modern.Encode(k, ca.cert, []*x509.Certificate{c}, "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadKeys(keysOf(write(t, filepath.Join(t.TempDir(), "ca-first.p12"), b), "PKCS12", "pw"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Leaf.Equal(c) {
+		t.Fatalf("leaf %v", got.Leaf.Subject)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,8 @@ func TestTLSConfigErrors(t *testing.T) {
 	goodCrt, _ := f.pemPair("good", c, k)
 	_, otherKey := f.valid("other")
 	_, wrongKey := f.pemPair("other", c, otherKey)
+	oldP12 := f.p12("old.p12", oc, ok, "secret")
+	earlyJKS := f.jks("early.jks", "goreka", yc, yk, "storepw")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -133,7 +136,13 @@ func TestTLSConfigErrors(t *testing.T) {
 		{"expired", []string{"--server.ssl.certificate=" + oldCrt, "--server.ssl.certificate-private-key=" + oldKey}, []string{"server.ssl.certificate", "expired at"}},
 		{"not yet valid", []string{"--server.ssl.certificate=" + earlyCrt, "--server.ssl.certificate-private-key=" + earlyKey}, []string{"server.ssl.certificate", "not valid yet"}},
 		{"key does not match", []string{"--server.ssl.certificate=" + goodCrt, "--server.ssl.certificate-private-key=" + wrongKey}, []string{"server.ssl.certificate", "does not match"}},
-		{"unknown store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-type=BKS"}, []string{"server.ssl.key-store-type", `"BKS"`}},
+		{"unknown store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-type=BKS"}, []string{"server.ssl.key-store-type", `"BKS"`, "must be one of pkcs12, jks, pem (or empty)"}},
+		{"unknown trust store type", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.trust-store=" + p12, "--server.ssl.trust-store-type=JCEKS"},
+			[]string{"server.ssl.trust-store-type", `"JCEKS"`}},
+		{"expired in a PKCS12 keystore", []string{"--server.ssl.key-store=" + oldP12, "--server.ssl.key-store-password=secret"}, []string{"server.ssl.key-store", "CN=old expired at"}},
+		{"not yet valid in a JKS keystore", []string{"--server.ssl.key-store=" + earlyJKS, "--server.ssl.key-store-password=storepw"}, []string{"server.ssl.key-store", "CN=early is not valid yet"}},
+		{"expired client certificate", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + oldP12, "--eureka.client.tls.key-store-password=secret"},
+			[]string{"eureka.client.tls.key-store", "expired at"}},
 		{"unknown cipher", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.ciphers=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NO_SUCH_SUITE"}, []string{"server.ssl.ciphers", "TLS_NO_SUCH_SUITE"}},
 		{"unknown protocol", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.enabled-protocols=SSLv3"}, []string{"server.ssl.enabled-protocols", "SSLv3"}},
 		{"bad client-auth", []string{"--server.ssl.key-store=" + p12, "--server.ssl.client-auth=sometimes"}, []string{"server.ssl.client-auth", "sometimes"}},
@@ -241,5 +250,215 @@ func TestTLSMutualAuthServing(t *testing.T) {
 	want := fmt.Sprintf(`goreka_tls_certificate_expiry_seconds{use="server"} %g`, float64(c2.NotAfter.Unix()))
 	if !strings.Contains(string(m), want) || !strings.Contains(string(m), `goreka_tls_certificate_expiry_seconds{use="server-trust"}`) {
 		t.Fatalf("metrics lack %s:\n%s", want, grepLines(string(m), "goreka_tls"))
+	}
+}
+
+// TestTLSWantWithoutACertificateIs401: with client-auth=want and users
+// configured, a client that sends no certificate completes the handshake
+// and gets the usual 401 (reads and writes); a certificate of the trust
+// store that names no user is no credential either; one of another CA
+// fails the handshake (want verifies what is sent); the certificate user
+// writes its app, and a password user without a certificate still works.
+func TestTLSWantWithoutACertificateIs401(t *testing.T) {
+	f := newTLSFiles(t)
+	sc, sk := f.valid("server")
+	crt, key := f.pemPair("server", sc, sk)
+	addr, _ := serveOps(t, "--server.ssl.certificate="+crt, "--server.ssl.certificate-private-key="+key, "--server.ssl.trust-certificate="+f.caFile(),
+		"--server.ssl.client-auth=want",
+		"--goreka.security.users[0].name=orders", "--goreka.security.users[0].certificate-subject=orders-client", "--goreka.security.users[0].apps=ORDERS",
+		"--goreka.security.users[1].name=pw", "--goreka.security.users[1].password=pw-pw", "--goreka.security.users[1].apps=PW")
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	client := func(c *x509.Certificate, k *ecdsa.PrivateKey) *http.Client {
+		tc := &tls.Config{RootCAs: roots}
+		if c != nil {
+			tc.Certificates = []tls.Certificate{{Certificate: [][]byte{c.Raw}, PrivateKey: k}}
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		return hc
+	}
+	call := func(hc *http.Client, method, app, auth string) (int, http.Header, error) {
+		var body io.Reader
+		u := "https://" + addr + "/eureka/apps"
+		if method == http.MethodPost {
+			u += "/" + app
+			body = strings.NewReader(`{"instance":{"instanceId":"i-1","hostName":"h1","app":"` + app + `","ipAddr":"10.0.0.1","status":"UP","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`)
+		}
+		req, _ := http.NewRequest(method, u, body)
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			u, p, _ := strings.Cut(auth, ":")
+			req.SetBasicAuth(u, p)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header, nil
+	}
+	none := client(nil, nil)
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		code, h, err := call(none, m, "ORDERS", "")
+		if err != nil || code != 401 || h.Get("WWW-Authenticate") == "" {
+			t.Fatalf("%s without a certificate: %d %v %v; want 401 with a challenge", m, code, h, err)
+		}
+	}
+	if code, _, err := call(client(f.valid("stranger")), http.MethodGet, "", ""); err != nil || code != 401 {
+		t.Fatalf("a certificate that names no user: %d %v", code, err)
+	}
+	if code, _, err := call(client(f.valid("orders-client")), http.MethodPost, "ORDERS", ""); err != nil || code != 204 {
+		t.Fatalf("the certificate user: %d %v", code, err)
+	}
+	if code, _, err := call(none, http.MethodPost, "PW", "pw:pw-pw"); err != nil || code != 204 {
+		t.Fatalf("a password user without a certificate: %d %v", code, err)
+	}
+	other := newTLSFiles(t)
+	if code, _, err := call(client(other.valid("orders-client")), http.MethodGet, "", ""); err == nil {
+		t.Fatalf("a certificate of another CA was answered %d", code)
+	}
+}
+
+// TestTLSClientSideReachesRegionsAndRelayUpstream: goreka's other calls to
+// a Eureka server take eureka.client.tls.* too. U serves with
+// client-auth=need and knows the downstream servers' certificate as a peer
+// user; L has U as a remote region and serves U's instance; R is a relay
+// with U upstream and forwards its client's registration there. Both
+// verify U's certificate (an IP SAN) against the truststore; a relay with
+// a trust store of another CA never gets its registration through.
+func TestTLSClientSideReachesRegionsAndRelayUpstream(t *testing.T) {
+	f := newTLSFiles(t)
+	uc, uk := f.valid("upstream")
+	crt, key := f.pemPair("upstream", uc, uk)
+	ca := f.caFile()
+	dc, dk := f.valid("downstream")
+	down := f.p12("downstream.p12", dc, dk, "changeit")
+	ip := "127.0.0.1"
+	up := freePort(t, ip)
+	u := inProcessNode(t, "upstream", ip, up, standaloneArgs(ip, up, "--server.ssl.certificate="+crt, "--server.ssl.certificate-private-key="+key,
+		"--server.ssl.trust-certificate="+ca, "--server.ssl.client-auth=need",
+		"--goreka.security.users[0].name=tester", "--goreka.security.users[0].certificate-subject=tester", "--goreka.security.users[0].roles=admin",
+		"--goreka.security.users[1].name=downstream", "--goreka.security.users[1].certificate-subject=downstream", "--goreka.security.users[1].roles=peer",
+		"--eureka.server.response-cache-update-interval-ms=100")...)
+	u.start()
+	upURL := "https://" + hostPort(ip, up) + "/eureka/"
+	clientTLS := func(trust string) []string {
+		return []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + down, "--eureka.client.tls.key-store-password=changeit",
+			"--eureka.client.tls.trust-store=" + trust, "--eureka.client.tls.trust-store-type=PEM"}
+	}
+	lp, rp, xp := freePort(t, ip), freePort(t, ip), freePort(t, ip)
+	l := inProcessNode(t, "region-reader", ip, lp, standaloneArgs(ip, lp, append(clientTLS(ca),
+		"--eureka.server.remote-region-urls-with-name.up="+upURL, "--eureka.server.remote-region-registry-fetch-interval=1")...)...)
+	relayArgs := func(port int, trust string) []string {
+		return standaloneArgs(ip, port, append(clientTLS(trust), "--goreka.relay.upstream="+upURL, "--goreka.relay.heartbeat-interval=1s",
+			"--goreka.relay.fetch-interval=1s")...)
+	}
+	r := inProcessNode(t, "relay", ip, rp, relayArgs(rp, ca)...)
+	stranger := newTLSFiles(t)
+	x := inProcessNode(t, "relay-of-another-ca", ip, xp, relayArgs(xp, stranger.caFile())...)
+	l.start()
+	r.start()
+	x.start()
+
+	tc, tk := f.valid("tester")
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	tester := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{tc.Raw}, PrivateKey: tk}}}}}
+	t.Cleanup(tester.CloseIdleConnections)
+	upApps := func() string {
+		req, _ := http.NewRequest(http.MethodGet, upURL+"apps/", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := tester.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	req, _ := http.NewRequest(http.MethodPost, upURL+"apps/UPAPP", strings.NewReader(instanceBody("UPAPP", "u1", 30, 90)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tester.Do(req)
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("register on the upstream: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	waitUntil(t, "the region reader serves the upstream's instance", 20*time.Second, func() (bool, string) {
+		got, _, _, err := regionApps(l, "/apps?regions=up")
+		return err == nil && slices.Contains(got, "UPAPP/u1"), fmt.Sprint(got, err)
+	})
+	register(t, r, "EDGE", "e1", 30, 90)
+	register(t, x, "STRANGER", "s1", 30, 90)
+	waitUntil(t, "the relay's registration on the upstream", 20*time.Second, func() (bool, string) {
+		b := upApps()
+		return strings.Contains(b, `"instanceId":"e1"`), b
+	})
+	if b := upApps(); strings.Contains(b, `"instanceId":"s1"`) {
+		t.Fatalf("a relay that cannot verify the upstream got its registration through:\n%s", b)
+	}
+	if len(x.logs().grep("certificate signed by unknown authority")) == 0 {
+		t.Errorf("the relay of another CA logs no verification failure:\n%s", x.logs())
+	}
+}
+
+// TestTLSServesFromSSLBundles: server.ssl.bundle names a Spring Boot SSL
+// bundle, a JKS one (keystore opened by key.alias, a PKCS12 truststore,
+// client-auth need from server.ssl) or a PEM one, and goreka serves with it.
+func TestTLSServesFromSSLBundles(t *testing.T) {
+	f := newTLSFiles(t)
+	c, k := f.valid("from-jks-bundle")
+	jks := f.jks("web.jks", "web", c, k, "storepw")
+	trust, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{f.ca}, "trustpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustFile := f.write("trust.p12", trust)
+	pc, pk := f.valid("from-pem-bundle")
+	crt, key := f.pemPair("pem-bundle", pc, pk)
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca)
+	cc, ck := f.valid("client")
+	for _, tc := range []struct {
+		name, cn string
+		cert     bool
+		args     []string
+	}{
+		{"jks", "from-jks-bundle", true, []string{"--server.ssl.bundle=web", "--server.ssl.client-auth=need",
+			"--spring.ssl.bundle.jks.web.keystore.location=file:" + jks, "--spring.ssl.bundle.jks.web.keystore.password=storepw",
+			"--spring.ssl.bundle.jks.web.keystore.type=JKS", "--spring.ssl.bundle.jks.web.key.alias=web",
+			"--spring.ssl.bundle.jks.web.truststore.location=" + trustFile, "--spring.ssl.bundle.jks.web.truststore.password=trustpw"}},
+		{"pem", "from-pem-bundle", false, []string{"--server.ssl.bundle=mesh",
+			"--spring.ssl.bundle.pem.mesh.keystore.certificate=" + crt, "--spring.ssl.bundle.pem.mesh.keystore.private-key=" + key}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := serveOps(t, tc.args...)
+			cfg := &tls.Config{RootCAs: roots}
+			if tc.cert {
+				cfg.Certificates = []tls.Certificate{{Certificate: [][]byte{cc.Raw}, PrivateKey: ck}}
+			}
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Get("https://" + addr + "/eureka/apps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.TLS.PeerCertificates[0].Subject.CommonName; resp.StatusCode != 200 || got != tc.cn {
+				t.Fatalf("%d, served %s", resp.StatusCode, got)
+			}
+			if tc.cert {
+				cfg.Certificates = nil
+				hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+				defer hc.CloseIdleConnections()
+				if resp, err := hc.Get("https://" + addr + "/eureka/apps"); err == nil {
+					resp.Body.Close()
+					t.Fatal("client-auth=need with a bundle: a client without a certificate was answered")
+				}
+			}
+		})
 	}
 }

@@ -388,14 +388,20 @@ func unknownKeys(st *stack) []string {
 				out = append(out, fmt.Sprintf("%s (%s): spring.config.import is not supported by goreka; list the files in spring.config.additional-location", e.key, e.source))
 				continue
 			}
-			if !strings.HasPrefix(base, "eureka.") && !strings.HasPrefix(base, "goreka.") {
+			// server.ssl too: a misspelt TLS property (client-auth) would
+			// otherwise go unnoticed.
+			if !strings.HasPrefix(base, "eureka.") && !strings.HasPrefix(base, "goreka.") && !strings.HasPrefix(base, "server.ssl.") {
 				continue
 			}
 			if known[base] || inMap(base) || isMapPrefix(base) || base == UsersProperty {
 				continue
 			}
 			if ig, ok := findIgnored(base); ok {
-				msg := fmt.Sprintf("%s (%s): a Spring Eureka property that goreka ignores", e.key, e.source)
+				kind := "Spring Eureka"
+				if strings.HasPrefix(base, "server.") {
+					kind = "Spring Boot"
+				}
+				msg := fmt.Sprintf("%s (%s): a %s property that goreka ignores", e.key, e.source, kind)
 				if ig.note != "" {
 					msg += "; " + ig.note
 				}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,7 +268,7 @@ var ignored = []ignoredProp{
 	{name: "eureka.server.remote-region-total-connections"}, {name: "eureka.server.remote-region-total-connections-per-host"},
 	{name: "eureka.server.remote-region-connection-idle-timeout-seconds"},
 	{name: "eureka.server.remote-region-fetch-thread-pool-size", note: "goreka runs one fetch loop per remote region"},
-	{name: "eureka.server.remote-region-trust-store", note: "goreka uses the system's CAs for https remote regions"}, {name: "eureka.server.remote-region-trust-store-password"},
+	{name: "eureka.server.remote-region-trust-store", note: "goreka's calls to remote regions use eureka.client.tls.trust-store"}, {name: "eureka.server.remote-region-trust-store-password"},
 	{name: "eureka.server.batch-replication", note: "goreka always replicates in batches"},
 	{name: "eureka.server.log-identity-headers"}, {name: "eureka.server.list-auto-scaling-groups-role-name"},
 	{name: "eureka.server.route53-bind-rebind-retries"}, {name: "eureka.server.route53-binding-retry-interval-ms"},
@@ -313,6 +314,11 @@ var ignored = []ignoredProp{
 	{name: "eureka.instance.secure-health-check-url"}, {name: "eureka.instance.namespace"},
 	{name: "eureka.instance.async-client-initialization"}, {name: "eureka.instance.initial-status"},
 	{name: "eureka.instance.default-address-resolution-order"},
+	// Spring Boot's server.ssl (issue 29) that goreka has no use for.
+	{name: "server.ssl.protocol", note: "goreka speaks TLS; server.ssl.enabled-protocols picks the versions"},
+	{name: "server.ssl.key-store-provider", note: "goreka has one provider"}, {name: "server.ssl.trust-store-provider", note: "goreka has one provider"},
+	{name: "server.ssl.trust-certificate-private-key", note: "the trust certificates verify clients; no key is needed"},
+	{name: "server.ssl.server-name-bundles", note: "goreka serves one certificate for every name"},
 }
 
 // Setter constructors. Each parses the text of a value and stores it; the
@@ -442,6 +448,10 @@ func enumField(f func(*Config) *string, allowed ...string) setter {
 				*f(c) = v
 				return nil
 			}
+		}
+		shown := slices.DeleteFunc(slices.Clone(allowed), func(a string) bool { return a == "" })
+		if len(shown) < len(allowed) {
+			return fmt.Errorf("must be one of %s (or empty)", strings.Join(shown, ", "))
 		}
 		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
 	}

@@ -130,3 +130,35 @@ func TestCertificateSubjectNeedsATrustStore(t *testing.T) {
 		t.Errorf("with one: %v", err)
 	}
 }
+
+// A misspelt server.ssl property is named in the warnings (a silently
+// dropped client-auth would serve without client certificates), and a
+// Spring Boot one goreka has no use for says so.
+func TestServerSSLUnknownPropertiesWarn(t *testing.T) {
+	c := mustLoad(t, []string{"--server.ssl.client-auht=need", "--server.ssl.protocol=TLS", "--server.ssl.client-auth=want"}, []string{"SERVER_SSL_KEYSTOREPROVIDER=SUN"}, nil)
+	want := []string{"server.ssl.client-auht (command line): unknown property; did you mean server.ssl.client-auth?",
+		"server.ssl.protocol (command line): a Spring Boot property that goreka ignores; goreka speaks TLS",
+		"(environment variable SERVER_SSL_KEYSTOREPROVIDER): a Spring Boot property that goreka ignores"}
+	all := strings.Join(c.Warnings, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("warnings lack %q:\n%s", w, all)
+		}
+	}
+	if strings.Contains(all, "server.ssl.client-auth ") {
+		t.Errorf("a known property warned:\n%s", all)
+	}
+}
+
+// server.ssl.enabled=false turns a configured keystore off (plain HTTP), as
+// in Spring Boot; the eureka.client.tls side is its own.
+func TestServerSSLEnabledFalse(t *testing.T) {
+	args := []string{"--server.ssl.key-store=/etc/ks.p12", "--server.ssl.key-store-password=pw"}
+	if c := mustLoad(t, args, nil, nil); !c.TLSEnabled() {
+		t.Fatal("a key-store does not turn TLS on")
+	}
+	c := mustLoad(t, args, []string{"SERVER_SSL_ENABLED=false"}, nil)
+	if c.TLSEnabled() {
+		t.Fatal("server.ssl.enabled=false still serves TLS")
+	}
+}
