@@ -77,7 +77,7 @@ func BenchmarkExpired1M(b *testing.B) {
 	for i := range 1_000_000 {
 		app := fmt.Sprintf("BENCH-SERVICE-%d", i%20_000)
 		batch = append(batch, inst(app, fmt.Sprintf("bench-host-%06d.bench.local:%s:8080", i, app), StatusUp))
-		if len(batch) == cap(batch) {
+		if len(batch) == cap(batch) || i == 999_999 {
 			r.RegisterAll(batch, false)
 			batch = batch[:0]
 		}
