@@ -275,7 +275,7 @@ func (e *Evictor) RunOnce() []registry.InstanceKey {
 		if e.cfg.ReportHeldAsDown {
 			for _, k := range expired {
 				// Idempotent; a lease renewed or removed meanwhile is skipped.
-				_ = e.reg.MarkDown(k.App, k.ID, registry.DownByHeld, true)
+				_ = e.reg.MarkHeldExpired(k.App, k.ID, s.now, extra)
 			}
 		}
 	default:

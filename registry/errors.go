@@ -15,7 +15,7 @@ var ErrNotFound = errors.New("instance not registered")
 // both with 404.
 var ErrNewerCopy = fmt.Errorf("%w: the sender's copy is newer", ErrNotFound)
 
-// ErrNotExpired is returned by EvictExpired when the lease was renewed or
+// ErrNotExpired is returned by EvictExpired and MarkHeldExpired when the lease was renewed or
 // replaced since the eviction job found it expired.
 var ErrNotExpired = errors.New("lease no longer expired")
 

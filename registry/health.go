@@ -38,6 +38,19 @@ const (
 // does not renew the lease and is never called for peers' changes: it is
 // this server's own judgement.
 func (r *Registry) MarkDown(app, id string, cause DownCause, down bool) error {
+	return r.markDown(app, id, cause, down, nil)
+}
+
+// MarkHeldExpired is MarkDown(app, id, DownByHeld, true) after checking
+// again, under the write lock, that the lease is still expired at now (plus
+// the eviction job's lateness compensation extra), as EvictExpired does: a
+// lease renewed since the job listed it is no longer held and is left UP
+// (ErrNotExpired), instead of being served DOWN until its next heartbeat.
+func (r *Registry) MarkHeldExpired(app, id string, now time.Time, extra time.Duration) error {
+	return r.markDown(app, id, DownByHeld, true, func(l *lease) bool { return l.expired(now, extra) })
+}
+
+func (r *Registry) markDown(app, id string, cause DownCause, down bool, cond func(*lease) bool) error {
 	if err := checkKey(app, id); err != nil {
 		return err
 	}
@@ -47,6 +60,10 @@ func (r *Registry) MarkDown(app, id string, cause DownCause, down bool) error {
 	if l == nil {
 		r.mu.Unlock()
 		return ErrNotFound
+	}
+	if cond != nil && !cond(l) {
+		r.mu.Unlock()
+		return ErrNotExpired
 	}
 	if (l.down&cause != 0) == down {
 		r.mu.Unlock()

@@ -224,3 +224,29 @@ func TestHeartbeatTimes(t *testing.T) {
 		t.Fatalf("Leases = %v", got)
 	}
 }
+
+// A lease the eviction job listed as expired and that renewed before the job
+// marked it held is left UP: MarkHeldExpired checks again under the lock.
+func TestMarkHeldExpiredSkipsARenewedLease(t *testing.T) {
+	r, c, _ := newReg(t)
+	mustRegister(t, r, inst("SVC", "a", StatusUp), false)
+	mustRegister(t, r, inst("SVC", "b", StatusUp), false)
+	c.Advance(5 * time.Minute)
+	listed := c.Now()
+	if got := r.Expired(listed, 0); len(got) != 2 {
+		t.Fatalf("expired %v, want both", got)
+	}
+	c.Advance(time.Millisecond)
+	if err := r.Renew(RenewRequest{App: "SVC", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MarkHeldExpired("SVC", "a", listed, 0); !errors.Is(err, ErrNotExpired) {
+		t.Fatalf("renewed lease: %v, want ErrNotExpired", err)
+	}
+	if err := r.MarkHeldExpired("SVC", "b", listed, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := status(t, r, "SVC", "a"), status(t, r, "SVC", "b"); a != StatusUp || b != StatusDown {
+		t.Fatalf("renewed a %s, held b %s; want UP, DOWN", a, b)
+	}
+}
