@@ -100,6 +100,16 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	defer d.mu.Unlock()
 	now := w.Now()
 	reuse := w.Reuse()
+	// A rebuild after a change re-encodes what changed, keeping the other
+	// chunks up to AutoExpiration: renewal timestamps coming due are the
+	// housekeeping's rebuild to refresh (cache.ChangeWriter), not what a
+	// change waits for (right after a loading, every chunk is due at once).
+	keepFor := func(name string) time.Duration { return refreshAge(reuse, name) }
+	if cw, ok := w.(cache.ChangeWriter); ok {
+		if maxAge, change := cw.ForChange(); change {
+			keepFor = func(string) time.Duration { return maxAge }
+		}
+	}
 	var ranges [][2]int
 	var kept []*chunk
 	pick := func(apps []registry.AppOutline) []bool {
@@ -118,7 +128,7 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 				}
 			}
 			if c := d.chunks[part[0].Name]; c != nil && !mixed && !c.mixed && c.first == (r[0] == 0) &&
-				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < refreshAge(reuse, part[0].Name) {
+				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < keepFor(part[0].Name) {
 				kept[i] = c
 				continue
 			}
