@@ -28,7 +28,9 @@
 //   - changes that arrive during a rebuild, or within the refresh gap after it, are rebuilt
 //     together when the gap ends. The gap is MinRefreshGap (200 ms) or twice the duration of
 //     the last rebuild, whichever is longer (never more than UpdateInterval), so a storm of a
-//     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
+//     thousand registrations costs a handful of rebuilds and a bounded share of the CPU. With
+//     fewer changes pending than the last rebuild covered, the gap shrinks in proportion: the
+//     first change after a loading waits MinRefreshGap, not twice the loading's rebuild.
 //
 // A pass rebuilds only the dirty keys some Get read since they were last built: a key nobody
 // reads (a VIP or an application a client fetched once) is removed from the readOnly tier

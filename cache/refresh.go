@@ -75,6 +75,13 @@ func (c *Cache) runTimer(ctx context.Context) error {
 func (c *Cache) runOnChange(ctx context.Context) error {
 	housekeeping := time.NewTicker(c.cfg.UpdateInterval)
 	defer housekeeping.Stop()
+	// The registry documents' segments come due for fresh renewal timestamps
+	// spread over the second half of Reuse; refreshing those due every
+	// UpdateInterval/16 keeps each such pass a small share of a document (a
+	// few % right after a loading, when they all come due within a minute),
+	// so that a change landing during one waits little.
+	due := time.NewTicker(max(c.cfg.UpdateInterval/16, c.cfg.MinRefreshGap))
+	defer due.Stop()
 	var lastEnd time.Time // end of the previous rebuild for a change, by c.now
 	// The invalidations counted when the last pass started, and how many the
 	// last rebuild for a change covered (those since the one before).
@@ -87,7 +94,12 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 		case <-c.wake:
 		case <-housekeeping.C:
 			c.deleteExpired()
-			if c.markAged(c.now()) == 0 {
+			if c.markAged(c.now(), true) == 0 {
+				continue
+			}
+			aged = true
+		case <-due.C:
+			if c.markAged(c.now(), false) == 0 {
 				continue
 			}
 			aged = true
@@ -110,8 +122,8 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 			continue
 		}
 		if aged {
-			// The housekeeping's pass (at most one per UpdateInterval) re-encodes what
-			// aged: it says nothing of what the next change costs, so it sets no gap.
+			// The housekeeping's pass re-encodes what aged: it says nothing of what
+			// the next change costs, so it sets no gap.
 			c.lastDur.Store(int64(c.now().Sub(start)))
 			passInv = inv
 			continue
@@ -145,20 +157,21 @@ func (c *Cache) adaptGap(took time.Duration) {
 	c.gap.Store(int64(gap))
 }
 
-// markAged marks dirty the readOnly entries built at or before now - AutoExpiration, so that
-// on-change mode keeps Eureka's bound on staleness (renewal timestamps) even without changes,
-// and the registry documents made of segments whose oldest is half of Reuse old (3/8 of
-// AutoExpiration): a rebuild for a change keeps segments up to AutoExpiration
-// (ChangeWriter), so the housekeeping pass is where a loader refreshes them, a share of the
-// document per UpdateInterval. It returns how many keys are dirty.
-func (c *Cache) markAged(now time.Time) int {
+// markAged marks dirty the registry documents made of segments whose oldest is half of
+// Reuse old (3/8 of AutoExpiration): a rebuild for a change keeps segments up to
+// AutoExpiration (ChangeWriter), so the housekeeping's passes are where a loader refreshes
+// them, the share of the document that came due since the last pass. With all, it also
+// marks the readOnly entries built at or before now - AutoExpiration, so that on-change
+// mode keeps Eureka's bound on staleness (renewal timestamps) even without changes. It
+// returns how many keys are dirty.
+func (c *Cache) markAged(now time.Time, all bool) int {
 	cutoff := now.Add(-c.cfg.AutoExpiration)
 	docs := now.Add(-c.cfg.AutoExpiration * 3 / 8)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, v := range c.ro.all() {
 		switch {
-		case !v.Built.After(cutoff):
+		case all && !v.Built.After(cutoff):
 			c.dirty[k] = struct{}{}
 		case v.segmented && isRegistryDocument(k) && !v.Built.After(docs):
 			// Its readWrite entry has not expired: drop it, so the pass loads.

@@ -516,8 +516,9 @@ func TestRefreshGapShrinksWithFewerChanges(t *testing.T) {
 
 // A rebuild for a change tells the loader so (ChangeWriter: keep segments
 // up to AutoExpiration), the housekeeping's does not; the housekeeping
-// rebuilds a segmented registry document once it is 3/8 of AutoExpiration
-// old, and its pass sets no gap: a change right after it is rebuilt at once.
+// rebuilds a segmented registry document at its first tick (every
+// UpdateInterval/16) once it is 3/8 of AutoExpiration old, and its pass sets
+// no gap: a change right after it is rebuilt at once.
 func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		full := Key{Entity: Application, Name: AllApps, JSON: true}
@@ -550,20 +551,22 @@ func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 			t.Fatalf("builds = %+v, want a load, then a rebuild for a change keeping segments up to %v", builds, DefaultAutoExpiration)
 		}
 		// Run started at 1 s, the change's segment is of 2 s; 3/8 of 180 s is 67.5 s:
-		// the housekeeping ticks at 31 s and 61 s leave it, the one at 91 s refreshes it.
-		time.Sleep(89 * time.Second)
+		// the first tick of UpdateInterval/16 after 69.5 s refreshes it.
+		tick := DefaultUpdateInterval / 16
+		at := time.Second + tick*(68500*time.Millisecond/tick+1)
+		time.Sleep(at - time.Millisecond - time.Since(start))
 		synctest.Wait()
 		builds = snapshot()
 		if len(builds) != 2 {
-			t.Fatalf("builds before 91 s = %+v", builds)
+			t.Fatalf("builds before %v = %+v", at, builds)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		builds = snapshot()
-		if len(builds) != 3 || builds[2].change || builds[2].at != 91*time.Second {
-			t.Fatalf("builds = %+v, want the housekeeping's refresh at 91 s", builds)
+		if len(builds) != 3 || builds[2].change || builds[2].at != at {
+			t.Fatalf("builds = %+v, want the housekeeping's refresh at %v", builds, at)
 		}
-		time.Sleep(time.Second) // the refresh ends at 92 s
+		time.Sleep(time.Second) // the refresh ends
 		synctest.Wait()
 		if _, err := c.Get(full); err != nil { // read: a change rebuilds it
 			t.Fatal(err)
@@ -572,7 +575,7 @@ func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 		c.Invalidate("APP", "", "")
 		synctest.Wait()
 		builds = snapshot()
-		if len(builds) != 4 || !builds[3].change || builds[3].at != 92*time.Second {
+		if len(builds) != 4 || !builds[3].change || builds[3].at != at+time.Second {
 			t.Fatalf("builds = %+v, want the change rebuilt at once after the housekeeping's pass", builds)
 		}
 	})
