@@ -66,7 +66,11 @@
 // applications changed, so a rebuild after one registration in a 100k registry compresses a
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
 // so AutoExpiration still bounds the age of every byte (renewal timestamps), as for a payload
-// built whole. Compression is github.com/klauspost/compress/flate (see gzipLevel).
+// built whole. A rebuild for a change re-encodes only what changed (ChangeWriter: the other
+// segments are kept up to AutoExpiration); refreshing segments for age is the housekeeping's,
+// which every UpdateInterval/16 rebuilds the registry documents whose oldest segment is 3/8
+// of AutoExpiration old, so that a change never waits for a loading's worth of segments
+// coming due together. Compression is github.com/klauspost/compress/flate (see gzipLevel).
 //
 // # Getting Eureka's exact 30 s behaviour back
 //
