@@ -260,7 +260,7 @@ func (c *Cache) Get(k Key) (*Value, error) {
 			return v, nil
 		}
 	}
-	return c.getRW(k, c.cfg.UseReadOnly)
+	return c.getRW(k, c.cfg.UseReadOnly, false)
 }
 
 // noteRegions remembers a Key.Regions value for Invalidate.
@@ -271,8 +271,9 @@ func (c *Cache) noteRegions(r string) {
 }
 
 // getRW reads the readWrite tier, loading on a miss. With promote, the value is also put in
-// the readOnly tier (Eureka's getValue does the same on a readOnly miss).
-func (c *Cache) getRW(k Key, promote bool) (*Value, error) {
+// the readOnly tier (Eureka's getValue does the same on a readOnly miss). change marks a
+// rebuild after a change (ChangeWriter).
+func (c *Cache) getRW(k Key, promote, change bool) (*Value, error) {
 	ks := k.String()
 	if e, ok := c.rwGet(ks); ok {
 		c.stats.rwHits.Add(1)
@@ -287,7 +288,7 @@ func (c *Cache) getRW(k Key, promote bool) (*Value, error) {
 		}
 		return e.v, nil
 	}
-	return c.loadShared(k, ks, promote)
+	return c.loadShared(k, ks, promote, change)
 }
 
 // rwGet returns the live readWrite entry for ks, treating entries expired by Config.Now as
@@ -305,7 +306,7 @@ func (c *Cache) rwGet(ks string) (*rwEntry, bool) {
 }
 
 // loadShared loads k once for all concurrent callers.
-func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
+func (c *Cache) loadShared(k Key, ks string, promote, change bool) (*Value, error) {
 	c.mu.Lock()
 	// Another goroutine may have stored the value between our lookup and the lock.
 	if e, ok := c.rwGet(ks); ok {
@@ -327,7 +328,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 	c.mu.Unlock()
 	c.stats.misses.Add(1)
 
-	cl.v, cl.err = c.loadValue(k)
+	cl.v, cl.err = c.loadValue(k, change)
 
 	c.mu.Lock()
 	if c.inflight[k] == cl {
@@ -354,7 +355,7 @@ func (c *Cache) loadShared(k Key, ks string, promote bool) (*Value, error) {
 // loadValue calls the loader and builds the Value. A panicking loader is turned into an
 // error: otherwise the callers waiting on this load, and every later Get of the key, would
 // block forever on a load that never finishes.
-func (c *Cache) loadValue(k Key) (v *Value, err error) {
+func (c *Cache) loadValue(k Key, change bool) (v *Value, err error) {
 	if c.load == nil {
 		return nil, ErrNilLoader
 	}
@@ -363,7 +364,7 @@ func (c *Cache) loadValue(k Key) (v *Value, err error) {
 			v, err = nil, fmt.Errorf("cache: loading %v: panic: %v", k, p)
 		}
 	}()
-	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now, c.cfg.AutoExpiration)
+	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now, c.cfg.AutoExpiration, change)
 }
 
 // Invalidate drops from the readWrite tier, in JSON and XML and full and compact, the keys a

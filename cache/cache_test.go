@@ -323,7 +323,7 @@ func TestReadOnlyTierServesUntilRefreshed(t *testing.T) {
 	if s := c.Stats(); s.DirtyKeys != 1 { // only the JSON full ALL_APPS key is in the readOnly tier
 		t.Fatalf("DirtyKeys = %d, want 1", s.DirtyKeys)
 	}
-	if n := c.rebuildDirty(); n != 1 {
+	if n := c.rebuildDirty(true); n != 1 {
 		t.Fatalf("rebuildDirty = %d, want 1", n)
 	}
 	wantPayload(t, mustGet(t, c, k), r.payload(k, 1))
@@ -468,7 +468,7 @@ func TestStats(t *testing.T) {
 	if got != want {
 		t.Fatalf("Stats() =\n %+v, want\n %+v", got, want)
 	}
-	c.rebuildDirty()
+	c.rebuildDirty(true)
 	got = c.Stats()
 	if got.Rebuilds != 1 || got.RebuiltKeys != 2 || got.OldestPayload != 0 || got.DirtyKeys != 0 || got.Misses != 4 {
 		t.Fatalf("after rebuild: %+v", got)

@@ -28,7 +28,9 @@
 //   - changes that arrive during a rebuild, or within the refresh gap after it, are rebuilt
 //     together when the gap ends. The gap is MinRefreshGap (200 ms) or twice the duration of
 //     the last rebuild, whichever is longer (never more than UpdateInterval), so a storm of a
-//     thousand registrations costs a handful of rebuilds and a bounded share of the CPU.
+//     thousand registrations costs a handful of rebuilds and a bounded share of the CPU. With
+//     fewer changes pending than the last rebuild covered, the gap shrinks in proportion: the
+//     first change after a loading waits MinRefreshGap, not twice the loading's rebuild.
 //
 // A pass rebuilds only the dirty keys some Get read since they were last built: a key nobody
 // reads (a VIP or an application a client fetched once) is removed from the readOnly tier
@@ -64,7 +66,11 @@
 // applications changed, so a rebuild after one registration in a 100k registry compresses a
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
 // so AutoExpiration still bounds the age of every byte (renewal timestamps), as for a payload
-// built whole. Compression is github.com/klauspost/compress/flate (see gzipLevel).
+// built whole. A rebuild for a change re-encodes only what changed (ChangeWriter: the other
+// segments are kept up to AutoExpiration); refreshing segments for age is the housekeeping's,
+// which every UpdateInterval/16 rebuilds the registry documents whose oldest segment is 3/8
+// of AutoExpiration old, so that a change never waits for a loading's worth of segments
+// coming due together. Compression is github.com/klauspost/compress/flate (see gzipLevel).
 //
 // # Getting Eureka's exact 30 s behaviour back
 //

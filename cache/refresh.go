@@ -75,36 +75,77 @@ func (c *Cache) runTimer(ctx context.Context) error {
 func (c *Cache) runOnChange(ctx context.Context) error {
 	housekeeping := time.NewTicker(c.cfg.UpdateInterval)
 	defer housekeeping.Stop()
-	var lastEnd time.Time // end of the previous rebuild, by c.now
+	// The registry documents' segments come due for fresh renewal timestamps
+	// spread over the second half of Reuse; refreshing those due every
+	// UpdateInterval/16 keeps each such pass a small share of a document (a
+	// few % right after a loading, when they all come due within a minute),
+	// so that a change landing during one waits little.
+	due := time.NewTicker(max(c.cfg.UpdateInterval/16, c.cfg.MinRefreshGap))
+	defer due.Stop()
+	var lastEnd time.Time // end of the previous rebuild for a change, by c.now
+	// The invalidations counted when the last pass started, and how many the
+	// last rebuild for a change covered (those since the one before).
+	var passInv, covered uint64
 	for {
+		aged := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.wake:
 		case <-housekeeping.C:
 			c.deleteExpired()
-			if c.markAged(c.now()) == 0 {
+			if c.markAged(c.now(), true) == 0 {
 				continue
 			}
+			aged = true
+		case <-due.C:
+			if c.markAged(c.now(), false) == 0 {
+				continue
+			}
+			aged = true
 		}
-		if !lastEnd.IsZero() {
-			if d := lastEnd.Add(time.Duration(c.gap.Load())).Sub(c.now()); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				}
+		for !lastEnd.IsZero() {
+			d := lastEnd.Add(c.gapFor(c.stats.invalidations.Load()-passInv, covered)).Sub(c.now())
+			if d <= 0 {
+				break
+			}
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
 			}
 		}
-		start := c.now()
-		if c.rebuildDirty() == 0 {
+		start, inv := c.now(), c.stats.invalidations.Load()
+		if c.rebuildDirty(!aged) == 0 {
 			continue
 		}
+		if aged {
+			// The housekeeping's pass re-encodes what aged: it says nothing of what
+			// the next change costs, so it sets no gap.
+			c.lastDur.Store(int64(c.now().Sub(start)))
+			passInv = inv
+			continue
+		}
+		covered, passInv = inv-passInv, inv
 		lastEnd = c.now()
 		c.adaptGap(lastEnd.Sub(start))
 	}
+}
+
+// gapFor is the gap before the next rebuild, with pending invalidations since the last pass
+// started and covered the invalidations the last rebuild for a change covered. A storm keeps
+// the gap at twice the last rebuild (the changes in a gap cost about what those of the gap
+// before did); fewer pending changes than the last rebuild covered shorten it in proportion,
+// so that the first change after a loading (a rebuild of every chunk, seconds at 100k
+// instances) waits MinRefreshGap and its own small rebuild, not twice the loading's.
+func (c *Cache) gapFor(pending, covered uint64) time.Duration {
+	g := time.Duration(c.gap.Load())
+	if covered > 0 && pending < covered {
+		g = time.Duration(float64(g) * float64(pending) / float64(covered))
+	}
+	return max(g, c.cfg.MinRefreshGap)
 }
 
 // adaptGap sets the coalescing gap from the last rebuild's duration: twice that, but no less
@@ -116,15 +157,28 @@ func (c *Cache) adaptGap(took time.Duration) {
 	c.gap.Store(int64(gap))
 }
 
-// markAged marks dirty the readOnly entries built at or before now - AutoExpiration, so that
-// on-change mode keeps Eureka's bound on staleness (renewal timestamps) even without changes.
-// It returns how many keys are dirty.
-func (c *Cache) markAged(now time.Time) int {
+// markAged marks dirty the registry documents made of segments whose oldest is half of
+// Reuse old (3/8 of AutoExpiration): a rebuild for a change keeps segments up to
+// AutoExpiration (ChangeWriter), so the housekeeping's passes are where a loader refreshes
+// them, the share of the document that came due since the last pass. With all, it also
+// marks the readOnly entries built at or before now - AutoExpiration, so that on-change
+// mode keeps Eureka's bound on staleness (renewal timestamps) even without changes. It
+// returns how many keys are dirty.
+func (c *Cache) markAged(now time.Time, all bool) int {
 	cutoff := now.Add(-c.cfg.AutoExpiration)
+	docs := now.Add(-c.cfg.AutoExpiration * 3 / 8)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, v := range c.ro.all() {
-		if !v.Built.After(cutoff) {
+		switch {
+		case all && !v.Built.After(cutoff):
+			c.dirty[k] = struct{}{}
+		case v.segmented && isRegistryDocument(k) && !v.Built.After(docs):
+			// Its readWrite entry has not expired: drop it, so the pass loads.
+			if _, ok := c.stored[k]; ok {
+				c.rw.Delete(k.String())
+				delete(c.stored, k)
+			}
 			c.dirty[k] = struct{}{}
 		}
 	}
@@ -133,8 +187,9 @@ func (c *Cache) markAged(now time.Time) int {
 
 // rebuildDirty reloads the dirty readOnly keys through the readWrite tier and publishes them
 // in one new readOnly map. Keys whose load fails keep their old value and stay dirty (retried
-// on the next change or housekeeping pass). It returns the number of keys it tried.
-func (c *Cache) rebuildDirty() int {
+// on the next change or housekeeping pass). change marks a rebuild after a change, not the
+// housekeeping's (ChangeWriter). It returns the number of keys it tried.
+func (c *Cache) rebuildDirty(change bool) int {
 	c.mu.Lock()
 	if len(c.dirty) == 0 {
 		c.mu.Unlock()
@@ -180,7 +235,7 @@ func (c *Cache) rebuildDirty() int {
 		// If k is invalidated again while it loads, the load is not stored in the readWrite
 		// tier but is still newer than what readers see now, so it is published; k is dirty
 		// again and the next rebuild replaces it.
-		v, err := c.getRW(k, false)
+		v, err := c.getRW(k, false, change)
 		if err != nil {
 			failed = append(failed, k)
 			continue
@@ -207,7 +262,7 @@ func (c *Cache) refreshAll() {
 	start := c.now()
 	updates := make(map[Key]*Value)
 	for k, old := range c.ro.all() {
-		v, err := c.getRW(k, false)
+		v, err := c.getRW(k, false, false)
 		if err != nil || v == old {
 			continue
 		}

@@ -3,6 +3,9 @@ package cache
 import (
 	"context"
 	"errors"
+	"io"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -457,6 +460,123 @@ func TestUnreadRegistryDocumentIsDroppedAfterAutoExpiration(t *testing.T) {
 		}
 		if c.ro.has(xml) {
 			t.Fatalf("the XML document nobody read for %s is still rebuilt", 2*DefaultAutoExpiration)
+		}
+	})
+}
+
+// After a rebuild that covered a storm (a loading: every chunk re-encoded,
+// seconds at 100k instances), the first change waits MinRefreshGap, not
+// twice that rebuild; a storm of changes still waits the full gap, so
+// rebuilds keep their bounded share of the CPU.
+func TestRefreshGapShrinksWithFewerChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		k := Key{Entity: Application, Name: AllApps, JSON: true}
+		slow := func(k Key) ([]byte, bool, error) {
+			p, found, err := r.load(k)
+			time.Sleep(300 * time.Millisecond)
+			return p, found, err
+		}
+		c := New(DefaultConfig(), slow)
+		mustGet(t, c, k)
+		storm := func(n int) {
+			for range n {
+				r.bump()
+				c.Invalidate("APP", "", "")
+			}
+		}
+		storm(1000) // before Run: its first pass covers them all, in 300 ms: gap 600 ms after it
+		startRun(t, c)
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1000))
+		if g := c.Stats().RefreshGap; g != 600*time.Millisecond {
+			t.Fatalf("RefreshGap = %v, want 600ms", g)
+		}
+
+		// One change: rebuilt MinRefreshGap after the storm's rebuild.
+		storm(1)
+		time.Sleep(DefaultMinRefreshGap + 300*time.Millisecond - time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1000))
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1001))
+
+		// A storm after a rebuild that covered one change: the full 600 ms gap.
+		storm(1000)
+		time.Sleep(600*time.Millisecond + 300*time.Millisecond - time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 1001))
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantPayload(t, mustGet(t, c, k), r.payload(k, 2001))
+	})
+}
+
+// A rebuild for a change tells the loader so (ChangeWriter: keep segments
+// up to AutoExpiration), the housekeeping's does not; the housekeeping
+// rebuilds a segmented registry document at its first tick (every
+// UpdateInterval/16) once it is 3/8 of AutoExpiration old, and its pass sets
+// no gap: a change right after it is rebuilt at once.
+func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		full := Key{Entity: Application, Name: AllApps, JSON: true}
+		type build struct {
+			change bool
+			maxAge time.Duration
+			at     time.Duration
+		}
+		var mu sync.Mutex
+		var all []build
+		snapshot := func() []build { mu.Lock(); defer mu.Unlock(); return slices.Clone(all) }
+		start := time.Now()
+		load := func(k Key, w io.Writer) (bool, error) {
+			maxAge, change := w.(ChangeWriter).ForChange()
+			mu.Lock()
+			all = append(all, build{change, maxAge, time.Since(start)})
+			mu.Unlock()
+			time.Sleep(time.Second) // a big document
+			return true, w.(SegmentWriter).WriteSegment(NewSegment([]byte(`{"applications":{}}`), w.(SegmentWriter).Now()))
+		}
+		c := NewStreaming(DefaultConfig(), load)
+		if _, err := c.Get(full); err != nil {
+			t.Fatal(err)
+		}
+		startRun(t, c)
+		c.Invalidate("APP", "", "")
+		synctest.Wait()
+		builds := snapshot()
+		if len(builds) != 2 || builds[0].change || !builds[1].change || builds[1].maxAge != DefaultAutoExpiration {
+			t.Fatalf("builds = %+v, want a load, then a rebuild for a change keeping segments up to %v", builds, DefaultAutoExpiration)
+		}
+		// Run started at 1 s, the change's segment is of 2 s; 3/8 of 180 s is 67.5 s:
+		// the first tick of UpdateInterval/16 after 69.5 s refreshes it.
+		tick := DefaultUpdateInterval / 16
+		at := time.Second + tick*(68500*time.Millisecond/tick+1)
+		time.Sleep(at - time.Millisecond - time.Since(start))
+		synctest.Wait()
+		builds = snapshot()
+		if len(builds) != 2 {
+			t.Fatalf("builds before %v = %+v", at, builds)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		builds = snapshot()
+		if len(builds) != 3 || builds[2].change || builds[2].at != at {
+			t.Fatalf("builds = %+v, want the housekeeping's refresh at %v", builds, at)
+		}
+		time.Sleep(time.Second) // the refresh ends
+		synctest.Wait()
+		if _, err := c.Get(full); err != nil { // read: a change rebuilds it
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		c.Invalidate("APP", "", "")
+		synctest.Wait()
+		builds = snapshot()
+		if len(builds) != 4 || !builds[3].change || builds[3].at != at+time.Second {
+			t.Fatalf("builds = %+v, want the change rebuilt at once after the housekeeping's pass", builds)
 		}
 	})
 }

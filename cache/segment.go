@@ -65,6 +65,19 @@ type SegmentWriter interface {
 	Reuse() time.Duration
 }
 
+// ChangeWriter is implemented by the writer the cache hands a StreamLoader.
+// ForChange reports whether the build is a rebuild after a change (not a
+// load on a miss nor the housekeeping's refresh of aged payloads), and then
+// the age up to which a segment may still be kept: AutoExpiration. A loader
+// that refreshes its segments before Reuse (document spreads them over the
+// second half of it) does that in the other builds only, so that a change
+// waits for the re-encoding of what changed and not for renewal timestamps
+// coming due: the housekeeping pass, every UpdateInterval, refreshes a
+// registry document once its oldest segment is Reuse/2 old (Cache.markAged).
+type ChangeWriter interface {
+	ForChange() (maxAge time.Duration, ok bool)
+}
+
 // flateWriters keeps raw deflate compressors per level: one holds several
 // hundred KB of state, and reusing it makes a build's garbage mostly its
 // output.
@@ -109,5 +122,11 @@ func appendGzipTrailer(b []byte, crc uint32, n int64) []byte {
 // load (clock now, segments reused up to 3/4 of autoExpiration): for
 // loaders' tests and benchmarks.
 func BuildValue(write func(io.Writer) (bool, error), now func() time.Time, autoExpiration time.Duration) (*Value, error) {
-	return streamValue(write, gzipLevel, now, autoExpiration)
+	return streamValue(write, gzipLevel, now, autoExpiration, false)
+}
+
+// BuildValueForChange is BuildValue for a rebuild after a change
+// (ChangeWriter): for loaders' tests and benchmarks.
+func BuildValueForChange(write func(io.Writer) (bool, error), now func() time.Time, autoExpiration time.Duration) (*Value, error) {
+	return streamValue(write, gzipLevel, now, autoExpiration, true)
 }

@@ -61,6 +61,8 @@ type Value struct {
 	Revision int64
 	// revHeader is Revision as a header value, formatted once.
 	revHeader []string
+	// segmented: the payload holds a loader's kept segments (Cache.markAged).
+	segmented bool
 }
 
 // RevisionHeader is Revision formatted as a header's values (shared: do
@@ -144,7 +146,7 @@ func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, e
 		}
 		_, err := w.Write(payload)
 		return true, err
-	}, level, func() time.Time { return now }, 0)
+	}, level, func() time.Time { return now }, 0, false)
 }
 
 // valueWriter receives a payload as a stream of plain bytes and
@@ -173,7 +175,14 @@ type valueWriter struct {
 	now     func() time.Time
 	reuse   time.Duration
 	rev     int64 // SetRevision's
+	// change: a rebuild after a change (ChangeWriter), with the cache's
+	// AutoExpiration.
+	change         bool
+	autoExpiration time.Duration
 }
+
+// ForChange implements ChangeWriter.
+func (vw *valueWriter) ForChange() (time.Duration, bool) { return vw.autoExpiration, vw.change }
 
 // SetRevision implements RevisionWriter.
 func (vw *valueWriter) SetRevision(rev int64) { vw.rev = rev }
@@ -278,9 +287,10 @@ func (vw *valueWriter) release() {
 // old as its oldest segment (Value.Built), so the cache's expiry bounds the
 // age of every piece.
 //
-// autoExpiration is the cache's; 0 lets a loader reuse no segment.
-func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time, autoExpiration time.Duration) (*Value, error) {
-	vw := &valueWriter{level: level, hash: xxhash.New(), keep: true, now: now, reuse: autoExpiration * 3 / 4}
+// autoExpiration is the cache's; 0 lets a loader reuse no segment. change
+// marks a rebuild after a change (ChangeWriter).
+func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time, autoExpiration time.Duration, change bool) (*Value, error) {
+	vw := &valueWriter{level: level, hash: xxhash.New(), keep: true, now: now, reuse: autoExpiration * 3 / 4, change: change, autoExpiration: autoExpiration}
 	vw.out.Write(gzipHeader)
 	found, err := write(vw)
 	if err != nil || !found {
@@ -312,7 +322,7 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	if !vw.oldest.IsZero() && vw.oldest.Before(built) {
 		built = vw.oldest
 	}
-	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev}
+	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev, segmented: vw.segs}
 	if vw.rev > 0 {
 		v.revHeader = []string{strconv.FormatInt(vw.rev, 10)}
 	}

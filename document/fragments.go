@@ -1,6 +1,7 @@
 package document
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"sync"
@@ -80,10 +81,20 @@ type fragments struct {
 	docs   [2][2][2]docParts // [delta][JSON][compact]
 	// encoded counts the instances encoded into chunks (tests, metrics).
 	encoded atomic.Int64
+	// refreshBudget is how many instances of merely aged chunks a refresh
+	// re-encodes (refreshBudget).
+	refreshBudget int
 }
 
+// refreshBudget is the instances of aged chunks one refresh re-encodes per
+// document: a few hundred ms, so that a change landing during one waits
+// little, and with the housekeeping's tick (UpdateInterval/16) ~17,000 a
+// second per document, a 1M registry's in about a minute of the two
+// between its first chunk coming due and AutoExpiration.
+const refreshBudget = 32768
+
 func newFragments(reg *registry.Registry, codecs compat.Codecs) *fragments {
-	return &fragments{reg: reg, codecs: codecs}
+	return &fragments{reg: reg, codecs: codecs, refreshBudget: refreshBudget}
 }
 
 // write writes the document to w, reusing and refreshing the variant's
@@ -100,6 +111,32 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	defer d.mu.Unlock()
 	now := w.Now()
 	reuse := w.Reuse()
+	// A rebuild after a change re-encodes what changed, keeping the other
+	// chunks up to AutoExpiration: renewal timestamps coming due are the
+	// housekeeping's rebuild to refresh (cache.ChangeWriter), not what a
+	// change waits for (right after a loading, every chunk is due at once).
+	//
+	// A refresh (the housekeeping's) re-encodes the chunks past their
+	// refresh age oldest first, at most fr.refreshBudget instances of them
+	// per build while they are younger than AutoExpiration: at 1M instances
+	// the chunks of a loading come due within a minute, and a change landing
+	// during a refresh waits for all of it.
+	keepFor := func(name string) time.Duration { return refreshAge(reuse, name) }
+	maxAge, budget := time.Duration(-1), -1 // no limit: loaders' tests
+	if cw, ok := w.(cache.ChangeWriter); ok {
+		var change bool
+		if maxAge, change = cw.ForChange(); change {
+			keepFor = func(string) time.Duration { return maxAge }
+		} else {
+			budget = fr.refreshBudget
+		}
+	}
+	type due struct {
+		i   int
+		c   *chunk
+		age time.Duration
+	}
+	var dues []due
 	var ranges [][2]int
 	var kept []*chunk
 	pick := func(apps []registry.AppOutline) []bool {
@@ -117,13 +154,31 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 					}
 				}
 			}
-			if c := d.chunks[part[0].Name]; c != nil && !mixed && !c.mixed && c.first == (r[0] == 0) &&
-				slices.Equal(c.apps, part) && now.Sub(c.seg.Built) < refreshAge(reuse, part[0].Name) {
-				kept[i] = c
-				continue
+			if c := d.chunks[part[0].Name]; c != nil && !mixed && !c.mixed && c.first == (r[0] == 0) && slices.Equal(c.apps, part) {
+				age := now.Sub(c.seg.Built)
+				if age < keepFor(part[0].Name) {
+					kept[i] = c
+					continue
+				}
+				if budget >= 0 && age < maxAge {
+					dues = append(dues, due{i, c, age})
+					continue
+				}
 			}
 			for j := r[0]; j < r[1]; j++ {
 				want[j] = true
+			}
+		}
+		slices.SortStableFunc(dues, func(a, b due) int { return cmp.Compare(b.age, a.age) })
+		spent := 0
+		for _, x := range dues {
+			if spent >= budget {
+				kept[x.i] = x.c // due, not yet expired: a later refresh
+				continue
+			}
+			for j := ranges[x.i][0]; j < ranges[x.i][1]; j++ {
+				want[j] = true
+				spent += apps[j].Count
 			}
 		}
 		return want

@@ -137,3 +137,40 @@ func benchRebuildAfterEachChange(b *testing.B, reg *registry.Registry, n int, bu
 	}
 	b.ReportMetric(float64(size), "gzip-bytes")
 }
+
+// BenchmarkRefreshWhenAllDue is a housekeeping refresh of the full
+// registry right after a loading's chunks all came due (3/4 of
+// AutoExpiration later): what a change landing during it waits for.
+// "budget" is goreka's (refreshBudget instances of aged chunks per
+// refresh, the rest in the next ones); "all" re-encodes every due chunk in
+// one refresh, as before the budget.
+func BenchmarkRefreshWhenAllDue(b *testing.B) {
+	const n = 100_000
+	reg := springRegistry(b, n)
+	for _, mode := range []string{"budget", "all"} {
+		b.Run(mode, func(b *testing.B) {
+			b.StopTimer()
+			for range b.N {
+				fr := newFragments(reg, compat.Codecs{})
+				if mode == "all" {
+					fr.refreshBudget = n
+				}
+				now := time.Now()
+				build := func() {
+					if _, err := cache.BuildValue(func(w io.Writer) (bool, error) {
+						return true, fr.writeDocument(w, false, compat.JSON, false)
+					}, func() time.Time { return now }, cache.DefaultAutoExpiration); err != nil {
+						b.Fatal(err)
+					}
+				}
+				build()
+				now = now.Add(cache.DefaultAutoExpiration * 3 / 4)
+				before := fr.encoded.Load()
+				b.StartTimer()
+				build()
+				b.StopTimer()
+				b.ReportMetric(float64(fr.encoded.Load()-before), "instances/op")
+			}
+		})
+	}
+}

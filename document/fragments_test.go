@@ -156,6 +156,100 @@ func TestFragmentsReencodeOnlyWhatChanged(t *testing.T) {
 	}
 }
 
+// TestFragmentsChangeKeepsAgedChunks: a rebuild after a change
+// (cache.ChangeWriter) re-encodes what changed even when every other chunk
+// is due for fresh renewal timestamps (right after a loading, they all come
+// due together); the next refresh build (the housekeeping's) re-encodes them,
+// and a change re-encodes a chunk that reached AutoExpiration.
+func TestFragmentsChangeKeepsAgedChunks(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	reg := registry.New(registry.Options{Now: clk.Now})
+	for i := range 10000 {
+		if _, err := reg.Register(fragInstance(fmt.Sprintf("APP-%03d", i%200), i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := newFragments(reg, compat.Codecs{})
+	build := func(buildValue func(func(io.Writer) (bool, error), func() time.Time, time.Duration) (*cache.Value, error)) (*cache.Value, int) {
+		before := fr.encoded.Load()
+		v, err := buildValue(func(w io.Writer) (bool, error) {
+			return true, fr.writeDocument(w, false, compat.JSON, false)
+		}, clk.Now, cache.DefaultAutoExpiration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, int(fr.encoded.Load() - before)
+	}
+	if _, n := build(cache.BuildValue); n != 10000 {
+		t.Fatalf("first build encoded %d instances, want all 10000", n)
+	}
+	clk.Advance(cache.DefaultAutoExpiration * 3 / 4)
+	if _, err := reg.Register(fragInstance("APP-123", 99999), false); err != nil {
+		t.Fatal(err)
+	}
+	v, n := build(cache.BuildValueForChange)
+	if n == 0 || n > chunkMax {
+		t.Fatalf("a change with every chunk due encoded %d instances, want its chunk (<= %d)", n, chunkMax)
+	}
+	if !bytes.Contains(inflate(t, v.Gzip), []byte(`"host-99999:APP-123"`)) {
+		t.Fatal("the new instance is not in the document")
+	}
+	if _, m := build(cache.BuildValue); m != 10001-n {
+		t.Fatalf("the refresh after it encoded %d instances, want the %d the change kept", m, 10001-n)
+	}
+	clk.Advance(cache.DefaultAutoExpiration)
+	if _, n := build(cache.BuildValueForChange); n != 10001 {
+		t.Fatalf("a change at AutoExpiration encoded %d instances, want all 10001", n)
+	}
+}
+
+// TestFragmentsRefreshIsBudgeted: a refresh (the housekeeping's build)
+// re-encodes at most refreshBudget instances of aged chunks, a chunk at a
+// time, and the rest in the next ones; a chunk past AutoExpiration is
+// re-encoded whatever the budget.
+func TestFragmentsRefreshIsBudgeted(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	reg := registry.New(registry.Options{Now: clk.Now})
+	for i := range 10000 {
+		if _, err := reg.Register(fragInstance(fmt.Sprintf("APP-%03d", i%200), i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := newFragments(reg, compat.Codecs{})
+	fr.refreshBudget = 3000
+	refresh := func() int {
+		before := fr.encoded.Load()
+		if _, err := cache.BuildValue(func(w io.Writer) (bool, error) {
+			return true, fr.writeDocument(w, false, compat.JSON, false)
+		}, clk.Now, cache.DefaultAutoExpiration); err != nil {
+			t.Fatal(err)
+		}
+		return int(fr.encoded.Load() - before)
+	}
+	if n := refresh(); n != 10000 {
+		t.Fatalf("first build encoded %d instances, want all 10000", n)
+	}
+	clk.Advance(cache.DefaultAutoExpiration * 3 / 4) // every chunk due
+	total := 0
+	for k := range 4 {
+		n := refresh()
+		if k < 3 && (n < 3000 || n >= 3000+chunkMax) {
+			t.Fatalf("refresh %d encoded %d instances, want the budget of 3000 (one chunk over at most)", k, n)
+		}
+		total += n
+	}
+	if total != 10000 {
+		t.Fatalf("four refreshes encoded %d instances, want each once (10000)", total)
+	}
+	if n := refresh(); n != 0 {
+		t.Fatalf("a refresh with nothing due encoded %d", n)
+	}
+	clk.Advance(cache.DefaultAutoExpiration)
+	if n := refresh(); n != 10000 {
+		t.Fatalf("a refresh at AutoExpiration encoded %d instances, want all 10000", n)
+	}
+}
+
 func inflate(t *testing.T, gz []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(gz))

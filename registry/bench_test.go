@@ -2,7 +2,9 @@ package registry
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -198,4 +200,47 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRegisterDuringExpired is the eviction job's Expired over a
+// registry whose leases have all expired (a loading without heartbeats,
+// self-preservation holding them), with a writer registering meanwhile:
+// every registration waits while a reader holds the lock. It reports the
+// longest registration (max-register-ms) besides the time per Expired.
+// GOREKA_EXPIRED_INSTANCES sets the size (default 100,000).
+func BenchmarkRegisterDuringExpired(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("GOREKA_EXPIRED_INSTANCES")); err == nil && v > 0 {
+		n = v
+	}
+	r, _ := benchRegistry(b, n)
+	later := time.Now().Add(time.Hour)
+	stop := make(chan struct{})
+	var worst atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t := time.Now()
+			if _, err := r.Register(inst("WRITER", fmt.Sprintf("w-%d", i%1000), StatusUp), false); err != nil {
+				panic(err)
+			}
+			if d := int64(time.Since(t)); d > worst.Load() {
+				worst.Store(d)
+			}
+		}
+	}()
+	for b.Loop() {
+		if got := r.Expired(later, 0); len(got) < n {
+			b.Fatalf("expired %d, want >= %d", len(got), n)
+		}
+	}
+	close(stop)
+	<-done
+	b.ReportMetric(float64(worst.Load())/1e6, "max-register-ms")
 }

@@ -22,7 +22,7 @@ import (
 // read API's index, metrics, the change log), its loops not running: the
 // benchmarks below drive its HTTP handler directly, without a socket, so
 // they measure what the server adds to the gin floor's request handling.
-func wiredApp(b *testing.B) *app {
+func wiredApp(b testing.TB) *app {
 	b.Helper()
 	cfg, err := config.Load(standaloneArgs("127.0.0.1", 8761), nil, b.TempDir())
 	if err != nil {
