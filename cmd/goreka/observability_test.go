@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/goreka/goreka/cmd/goreka/config"
@@ -45,6 +46,16 @@ func TestObservabilityQueriesExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Kubernetes bridge's set, which newApp registers on this registry
+	// when goreka.kubernetes.enabled (it needs an API server to be on).
+	bridge := prometheus.NewPedanticRegistry()
+	bridge.MustRegister(a.kubeMetrics.Collector())
+	a.kubeMetrics.APIWrites.WithLabelValues("create", "services")
+	bmfs, err := bridge.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs = append(mfs, bmfs...)
 	exported := map[string]bool{}
 	for _, mf := range mfs {
 		n := mf.GetName()
