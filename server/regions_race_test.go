@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goreka/goreka/cache"
 	"github.com/goreka/goreka/compat"
@@ -23,7 +24,10 @@ func TestRegionSegmentKeyedByTheCopiesItHolds(t *testing.T) {
 	f := newFixture(t)
 	var c *cache.Cache
 	r, err := region.New(region.Config{Name: "west", URL: ws.URL + "/eureka/", Now: f.clock.Now, DisableDelta: true,
-		OnChange: func(region.Change) { c.Invalidate("", "", "") }})
+		// The race is the subject, not the timeout: under -race the local
+		// GET loop can hold both cores past the default 1 s read timeout.
+		ReadTimeout: time.Minute,
+		OnChange:    func(region.Change) { c.Invalidate("", "", "") }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,9 @@ func renewalsBody(n int) []byte {
 // no allocation at the core: a request of 1,000 items allocates about as
 // often as one of 10.
 func TestRenewalItemDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random (make test runs this once without it)")
+	}
 	if _, ok := scanRenewals(renewalsBody(3)); !ok {
 		t.Fatal("the relay's renewals body is not read by scanRenewals")
 	}
@@ -85,8 +88,7 @@ func TestRenewalItemDoesNotAllocate(t *testing.T) {
 		})
 	}
 	// An allocation per item would add ~990; the answer's buffer growing with
-	// the response adds a few (its doublings), and the race detector's
-	// sync.Pool drops some puts at random.
+	// the response adds a few (its doublings).
 	if small, big := allocs(10), allocs(1000); big > small+50 {
 		t.Fatalf("renewals allocate %.0f times for 10 items and %.0f for 1,000: an item allocates", small, big)
 	}
