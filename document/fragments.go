@@ -97,8 +97,9 @@ type fragments struct {
 // refreshBudget is the instances of aged chunks one refresh re-encodes per
 // document: a few hundred ms, so that a change landing during one waits
 // little, and with the housekeeping's tick (UpdateInterval/16) ~17,000 a
-// second per document, a 1M registry's in about a minute of the two
-// between its first chunk coming due and AutoExpiration.
+// second per document, a 1M registry's in about a minute of the 1.5
+// between its first chunk coming due (Reuse/2 + refreshSlack after a
+// loading) and the refresh's maxAge (AutoExpiration less two ticks).
 const refreshBudget = 32768
 
 // refreshSlack is how long after its refreshAge a chunk's segment is due
@@ -129,15 +130,17 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	now := w.Now()
 	reuse := w.Reuse()
 	// A rebuild after a change re-encodes what changed, keeping the other
-	// chunks up to AutoExpiration: renewal timestamps coming due are the
-	// housekeeping's rebuild to refresh (cache.ChangeWriter), not what a
-	// change waits for (right after a loading, every chunk is due at once).
+	// chunks up to its maxAge (AutoExpiration less a housekeeping tick):
+	// renewal timestamps coming due are the housekeeping's rebuild to
+	// refresh (cache.ChangeWriter), not what a change waits for (right after
+	// a loading, every chunk is due at once).
 	//
 	// A refresh (the housekeeping's) re-encodes the chunks past their
 	// refresh age oldest first, at most fr.refreshBudget instances of them
-	// per build while they are younger than AutoExpiration: at 1M instances
-	// the chunks of a loading come due within a minute, and a change landing
-	// during a refresh waits for all of it.
+	// per build while they are younger than its maxAge (AutoExpiration less
+	// two ticks; older ones whatever the budget): at 1M instances the chunks
+	// of a loading come due within a minute, and a change landing during a
+	// refresh waits for all of it.
 	keepFor := func(name string) time.Duration { return refreshAge(reuse, name) }
 	maxAge, budget := time.Duration(-1), -1 // no limit: loaders' tests
 	if cw, ok := w.(cache.ChangeWriter); ok {
