@@ -83,7 +83,7 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 	// is rebuilt only as often as its loader's segments need.
 	due := time.NewTicker(c.agedTick())
 	defer due.Stop()
-	var lastEnd time.Time // end of the previous rebuild for a change, by c.now
+	var lastEnd time.Time // end of the previous rebuild (for a change or the housekeeping's), by c.now
 	// The invalidations counted when the last pass started, and how many the
 	// last rebuild for a change covered (those since the one before).
 	var passInv, covered uint64
@@ -172,8 +172,9 @@ func (c *Cache) adaptGap(took time.Duration) {
 // changes. It returns how many keys are dirty.
 //
 // The bound on a segmented document: a refresh re-encodes every segment at least
-// AutoExpiration less two ticks old (ChangeWriter), and the tick after one such is
-// due comes at most a tick later, plus the refresh gap when a rebuild for a change
+// AutoExpiration less two ticks old (ChangeWriter), and while one such is kept the
+// document is due (a loader's Segment.Due comes before that age; document's is at
+// most 27/32 of AutoExpiration), so the tick that refreshes it comes at most a tick later, plus the refresh gap when a rebuild for a change
 // ended less than a gap before; a change's rebuild re-encodes those a tick older. A
 // served segment is thus at most AutoExpiration - tick + gap old, plus one rebuild's
 // duration: within AutoExpiration while the gap is at most a tick (MinRefreshGap, and
