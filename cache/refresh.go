@@ -174,13 +174,14 @@ func (c *Cache) adaptGap(took time.Duration) {
 // The bound on a segmented document: a refresh re-encodes every segment at least
 // AutoExpiration less two ticks old (ChangeWriter), and while one such is kept the
 // document is due (a loader's Segment.Due comes before that age; document's is at
-// most 27/32 of AutoExpiration), so the tick that refreshes it comes at most a tick later, plus the refresh gap when a rebuild for a change
-// ended less than a gap before; a change's rebuild re-encodes those a tick older. A
-// served segment is thus at most AutoExpiration - tick + gap old, plus one rebuild's
-// duration: within AutoExpiration while the gap is at most a tick (MinRefreshGap, and
-// rebuilds under half a tick), and never more than AutoExpiration - tick +
-// UpdateInterval (the gap's cap), Eureka's own bound (its readOnly copy of a readWrite
-// entry built AutoExpiration ago lives an UpdateInterval more).
+// most 27/32 of AutoExpiration), so the tick that refreshes it comes at most a tick
+// later, plus the refresh gap when a rebuild ended less than a gap before; a change's
+// rebuild re-encodes those a tick older. A served segment is thus at most
+// AutoExpiration - tick + gap old, plus one rebuild's duration: within AutoExpiration
+// while the gap is at most a tick (MinRefreshGap, and rebuilds under half a tick), and
+// never more than AutoExpiration - tick + UpdateInterval (the gap's cap), within
+// Eureka's own bound (its readOnly copy of a readWrite entry built AutoExpiration ago
+// lives an UpdateInterval more).
 func (c *Cache) markAged(now time.Time, all bool) int {
 	cutoff := now.Add(-c.cfg.AutoExpiration)
 	c.mu.Lock()
