@@ -3,6 +3,7 @@ package cache_test
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -52,8 +53,12 @@ func idleFleet(b testing.TB, n int, t0 time.Time) *registry.Registry {
 // "floor" is what freshness needs at least: every byte re-encoded once per
 // AutoExpiration (Eureka's readWrite entry, rebuilt whole when it expires),
 // here one build of every chunk of both documents per op.
+// GOREKA_IDLE_INSTANCES sets the size.
 func BenchmarkIdleHousekeeping(b *testing.B) {
-	const n = 100_000
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("GOREKA_IDLE_INSTANCES")); err == nil && v > 0 {
+		n = v
+	}
 	t0 := time.Unix(1764500000, 0)
 	reg := idleFleet(b, n, t0)
 	keys := []cache.Key{
