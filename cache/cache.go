@@ -364,7 +364,24 @@ func (c *Cache) loadValue(k Key, change bool) (v *Value, err error) {
 			v, err = nil, fmt.Errorf("cache: loading %v: panic: %v", k, p)
 		}
 	}()
-	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now, c.cfg.AutoExpiration, change)
+	return streamValue(func(w io.Writer) (bool, error) { return c.load(k, w) }, gzipLevel, c.now, c.cfg.AutoExpiration, c.maxAge(change), change)
+}
+
+// agedTick is the period of the housekeeping's refresh of due registry
+// documents (runOnChange).
+func (c *Cache) agedTick() time.Duration {
+	return max(c.cfg.UpdateInterval/16, c.cfg.MinRefreshGap)
+}
+
+// maxAge is ChangeWriter's: the age up to which a build may keep a segment,
+// AutoExpiration less one tick for a change and less two for a refresh, so
+// that no kept segment is served past AutoExpiration (Cache.markAged).
+func (c *Cache) maxAge(change bool) time.Duration {
+	ticks := time.Duration(2)
+	if change {
+		ticks = 1
+	}
+	return max(c.cfg.AutoExpiration-ticks*c.agedTick(), c.cfg.AutoExpiration/2)
 }
 
 // Invalidate drops from the readWrite tier, in JSON and XML and full and compact, the keys a

@@ -31,6 +31,8 @@
 //     thousand registrations costs a handful of rebuilds and a bounded share of the CPU. With
 //     fewer changes pending than the last rebuild covered, the gap shrinks in proportion: the
 //     first change after a loading waits MinRefreshGap, not twice the loading's rebuild.
+//     A housekeeping refresh (below) is followed by the gap as any rebuild is, without
+//     setting it (its duration says nothing of what the next change costs).
 //
 // A pass rebuilds only the dirty keys some Get read since they were last built: a key nobody
 // reads (a VIP or an application a client fetched once) is removed from the readOnly tier
@@ -67,10 +69,15 @@
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),
 // so AutoExpiration still bounds the age of every byte (renewal timestamps), as for a payload
 // built whole. A rebuild for a change re-encodes only what changed (ChangeWriter: the other
-// segments are kept up to AutoExpiration); refreshing segments for age is the housekeeping's,
-// which every UpdateInterval/16 rebuilds the registry documents whose oldest segment is 3/8
-// of AutoExpiration old, so that a change never waits for a loading's worth of segments
-// coming due together. Compression is github.com/klauspost/compress/flate (see gzipLevel).
+// segments are kept up to AutoExpiration less a tick); refreshing segments for age is the
+// housekeeping's, which every UpdateInterval/16 (the tick) rebuilds the registry documents
+// one of whose segments is due (Segment.Due, Value.Due), so that a change never waits for a
+// loading's worth of segments coming due together, and an idle registry is rebuilt only when
+// a segment needs it (document batches the chunks coming due within 17 s into one refresh),
+// not at every tick. A refresh re-encodes the segments AutoExpiration less two ticks old
+// whatever a loader's budget, which keeps what is served within AutoExpiration while the
+// refresh gap is at most a tick (Cache.markAged has the exact bound). Compression is
+// github.com/klauspost/compress/flate (see gzipLevel).
 //
 // # Getting Eureka's exact 30 s behaviour back
 //

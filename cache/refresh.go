@@ -76,13 +76,14 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 	housekeeping := time.NewTicker(c.cfg.UpdateInterval)
 	defer housekeeping.Stop()
 	// The registry documents' segments come due for fresh renewal timestamps
-	// spread over the second half of Reuse; refreshing those due every
-	// UpdateInterval/16 keeps each such pass a small share of a document (a
-	// few % right after a loading, when they all come due within a minute),
-	// so that a change landing during one waits little.
-	due := time.NewTicker(max(c.cfg.UpdateInterval/16, c.cfg.MinRefreshGap))
+	// spread over the second half of Reuse; a tick every UpdateInterval/16
+	// refreshes a document once its earliest segment is due (Value.Due), so
+	// that each such pass is a small share of a document (a few % right after
+	// a loading, when they all come due within a minute) and an idle registry
+	// is rebuilt only as often as its loader's segments need.
+	due := time.NewTicker(c.agedTick())
 	defer due.Stop()
-	var lastEnd time.Time // end of the previous rebuild for a change, by c.now
+	var lastEnd time.Time // end of the previous rebuild (for a change or the housekeeping's), by c.now
 	// The invalidations counted when the last pass started, and how many the
 	// last rebuild for a change covered (those since the one before).
 	var passInv, covered uint64
@@ -123,8 +124,11 @@ func (c *Cache) runOnChange(ctx context.Context) error {
 		}
 		if aged {
 			// The housekeeping's pass re-encodes what aged: it says nothing of what
-			// the next change costs, so it sets no gap.
-			c.lastDur.Store(int64(c.now().Sub(start)))
+			// the next change costs, so it does not adapt the gap, but the next
+			// rebuild waits for the gap after it as after any other: no two
+			// rebuilds closer than MinRefreshGap.
+			lastEnd = c.now()
+			c.lastDur.Store(int64(lastEnd.Sub(start)))
 			passInv = inv
 			continue
 		}
@@ -157,23 +161,36 @@ func (c *Cache) adaptGap(took time.Duration) {
 	c.gap.Store(int64(gap))
 }
 
-// markAged marks dirty the registry documents made of segments whose oldest is half of
-// Reuse old (3/8 of AutoExpiration): a rebuild for a change keeps segments up to
-// AutoExpiration (ChangeWriter), so the housekeeping's passes are where a loader refreshes
-// them, the share of the document that came due since the last pass. With all, it also
-// marks the readOnly entries built at or before now - AutoExpiration, so that on-change
-// mode keeps Eureka's bound on staleness (renewal timestamps) even without changes. It
-// returns how many keys are dirty.
+// markAged marks dirty the registry documents made of segments whose earliest segment is
+// due (Value.Due, the loader's Segment.Due: document's chunks at their refresh age plus a
+// slack that batches the chunks coming due close together): a rebuild for a change keeps
+// segments up to ChangeWriter's maxAge, so the housekeeping's passes are where a loader
+// refreshes them, and a document none of whose segments is due is not rebuilt (an idle
+// registry costs a rebuild per batch of chunks coming due, not one per tick). With all,
+// it also marks the readOnly entries built at or before now - AutoExpiration, so that
+// on-change mode keeps Eureka's bound on staleness (renewal timestamps) even without
+// changes. It returns how many keys are dirty.
+//
+// The bound on a segmented document: a refresh re-encodes every segment at least
+// AutoExpiration less two ticks old (ChangeWriter), and while one such is kept the
+// document is due (a loader's Segment.Due comes before that age; document's is at
+// most 27/32 of AutoExpiration), so the tick that refreshes it comes at most a tick
+// later, plus the refresh gap when a rebuild ended less than a gap before; a change's
+// rebuild re-encodes those a tick older. A served segment is thus at most
+// AutoExpiration - tick + gap old, plus one rebuild's duration: within AutoExpiration
+// while the gap is at most a tick (MinRefreshGap, and rebuilds under half a tick), and
+// never more than AutoExpiration - tick + UpdateInterval (the gap's cap), within
+// Eureka's own bound (its readOnly copy of a readWrite entry built AutoExpiration ago
+// lives an UpdateInterval more).
 func (c *Cache) markAged(now time.Time, all bool) int {
 	cutoff := now.Add(-c.cfg.AutoExpiration)
-	docs := now.Add(-c.cfg.AutoExpiration * 3 / 8)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, v := range c.ro.all() {
 		switch {
 		case all && !v.Built.After(cutoff):
 			c.dirty[k] = struct{}{}
-		case v.segmented && isRegistryDocument(k) && !v.Built.After(docs):
+		case v.segmented && isRegistryDocument(k) && !now.Before(v.due):
 			// Its readWrite entry has not expired: drop it, so the pass loads.
 			if _, ok := c.stored[k]; ok {
 				c.rw.Delete(k.String())

@@ -515,10 +515,11 @@ func TestRefreshGapShrinksWithFewerChanges(t *testing.T) {
 }
 
 // A rebuild for a change tells the loader so (ChangeWriter: keep segments
-// up to AutoExpiration), the housekeeping's does not; the housekeeping
-// rebuilds a segmented registry document at its first tick (every
-// UpdateInterval/16) once it is 3/8 of AutoExpiration old, and its pass sets
-// no gap: a change right after it is rebuilt at once.
+// up to AutoExpiration less a tick), the housekeeping's does not (less two
+// ticks); the housekeeping rebuilds a segmented registry document at its
+// first tick (every UpdateInterval/16) once it is due (a segment without a
+// Due: 3/8 of AutoExpiration old), and a change right after its pass waits
+// for the gap as after any rebuild (twice the last change's 1 s rebuild).
 func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		full := Key{Entity: Application, Name: AllApps, JSON: true}
@@ -547,12 +548,12 @@ func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 		c.Invalidate("APP", "", "")
 		synctest.Wait()
 		builds := snapshot()
-		if len(builds) != 2 || builds[0].change || !builds[1].change || builds[1].maxAge != DefaultAutoExpiration {
-			t.Fatalf("builds = %+v, want a load, then a rebuild for a change keeping segments up to %v", builds, DefaultAutoExpiration)
+		tick := DefaultUpdateInterval / 16
+		if len(builds) != 2 || builds[0].change || !builds[1].change || builds[1].maxAge != DefaultAutoExpiration-tick {
+			t.Fatalf("builds = %+v, want a load, then a rebuild for a change keeping segments up to %v", builds, DefaultAutoExpiration-tick)
 		}
 		// Run started at 1 s, the change's segment is of 2 s; 3/8 of 180 s is 67.5 s:
 		// the first tick of UpdateInterval/16 after 69.5 s refreshes it.
-		tick := DefaultUpdateInterval / 16
 		at := time.Second + tick*(68500*time.Millisecond/tick+1)
 		time.Sleep(at - time.Millisecond - time.Since(start))
 		synctest.Wait()
@@ -563,8 +564,8 @@ func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		builds = snapshot()
-		if len(builds) != 3 || builds[2].change || builds[2].at != at {
-			t.Fatalf("builds = %+v, want the housekeeping's refresh at %v", builds, at)
+		if len(builds) != 3 || builds[2].change || builds[2].at != at || builds[2].maxAge != DefaultAutoExpiration-2*tick {
+			t.Fatalf("builds = %+v, want the housekeeping's refresh at %v keeping segments up to %v", builds, at, DefaultAutoExpiration-2*tick)
 		}
 		time.Sleep(time.Second) // the refresh ends
 		synctest.Wait()
@@ -575,8 +576,63 @@ func TestHousekeepingRefreshesSegmentedDocuments(t *testing.T) {
 		c.Invalidate("APP", "", "")
 		synctest.Wait()
 		builds = snapshot()
-		if len(builds) != 4 || !builds[3].change || builds[3].at != at+time.Second {
-			t.Fatalf("builds = %+v, want the change rebuilt at once after the housekeeping's pass", builds)
+		if len(builds) != 3 {
+			t.Fatalf("builds = %+v, want the change to wait for the gap after the housekeeping's pass", builds)
 		}
+		time.Sleep(2*time.Second - time.Millisecond)
+		synctest.Wait()
+		if builds = snapshot(); len(builds) != 3 {
+			t.Fatalf("builds = %+v, want the change to wait for the gap after the housekeeping's pass", builds)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		builds = snapshot()
+		if len(builds) != 4 || !builds[3].change || builds[3].at != at+3*time.Second {
+			t.Fatalf("builds = %+v, want the change rebuilt a gap (2 s) after the housekeeping's pass", builds)
+		}
+	})
+}
+
+// A loader that keeps its segment as long as ForChange allows (the worst a
+// budgeted refresh can do: document's re-encodes a due chunk later when the
+// budget is spent, but never one past maxAge) and whose segment is always
+// due: with changes every 7 s and the housekeeping's ticks, no Get is ever
+// answered with bytes older than AutoExpiration (before the refresh's maxAge
+// was two ticks short of it, the kept segment was served up to a tick past).
+func TestKeptSegmentsAreNeverServedPastAutoExpiration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		full := Key{Entity: Application, Name: AllApps, JSON: true}
+		var mu sync.Mutex
+		var seg *Segment
+		load := func(k Key, w io.Writer) (bool, error) {
+			sw := w.(SegmentWriter)
+			maxAge, _ := w.(ChangeWriter).ForChange()
+			mu.Lock()
+			defer mu.Unlock()
+			if seg == nil || sw.Now().Sub(seg.Built) >= maxAge {
+				seg = NewSegment([]byte(`{"applications":{}}`), sw.Now())
+				seg.Due = seg.Built // always due: every tick refreshes
+			}
+			return true, sw.WriteSegment(seg)
+		}
+		c := NewStreaming(DefaultConfig(), load)
+		startRun(t, c)
+		worst := time.Duration(0)
+		for i := range 4000 { // 400 s
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if i%70 == 0 {
+				c.Invalidate("APP", "", "")
+			}
+			v, err := c.Get(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst = max(worst, time.Since(v.Built))
+		}
+		if worst > DefaultAutoExpiration {
+			t.Fatalf("a Get was answered with bytes %v old, over AutoExpiration (%v)", worst, DefaultAutoExpiration)
+		}
+		t.Logf("oldest bytes served: %v", worst)
 	})
 }

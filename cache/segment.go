@@ -28,6 +28,11 @@ type Segment struct {
 	Len     int64     // length of the plain bytes
 	Hash    uint64    // xxhash of the plain bytes
 	Built   time.Time // when the plain bytes were encoded (their renewal timestamps' age)
+	// Due is when the loader means to encode the segment again for fresh
+	// renewal timestamps (zero: Reuse/2 after Built). A payload is due for
+	// the housekeeping's refresh at its earliest segment's (Value.Due), so an
+	// idle registry is rebuilt only when some segment needs it.
+	Due time.Time
 }
 
 // NewSegment compresses plain into a Segment at the cache's gzip level.
@@ -53,7 +58,8 @@ func NewSegment(plain []byte, built time.Time) *Segment {
 //
 // A payload is as old as its oldest segment (Value.Built), and the cache
 // rebuilds payloads older than AutoExpiration, so a loader keeps a segment
-// only while it is younger than Reuse, and builds new ones stamped Now.
+// only while it is younger than Reuse (in a change's rebuild, than
+// ChangeWriter's maxAge), and builds new ones stamped Now.
 type SegmentWriter interface {
 	io.Writer
 	WriteSegment(*Segment) error
@@ -67,13 +73,24 @@ type SegmentWriter interface {
 
 // ChangeWriter is implemented by the writer the cache hands a StreamLoader.
 // ForChange reports whether the build is a rebuild after a change (not a
-// load on a miss nor the housekeeping's refresh of aged payloads), and then
-// the age up to which a segment may still be kept: AutoExpiration. A loader
-// that refreshes its segments before Reuse (document spreads them over the
-// second half of it) does that in the other builds only, so that a change
-// waits for the re-encoding of what changed and not for renewal timestamps
-// coming due: the housekeeping pass, every UpdateInterval, refreshes a
-// registry document once its oldest segment is Reuse/2 old (Cache.markAged).
+// load on a miss nor the housekeeping's refresh of due payloads), and the
+// age up to which a segment may still be kept in this build (maxAge):
+//
+//   - for a change, AutoExpiration less one housekeeping tick
+//     (UpdateInterval/16): a loader keeps every segment that did not change
+//     and is younger, so that a change waits for the re-encoding of what
+//     changed and not for renewal timestamps coming due;
+//   - for a refresh (the housekeeping's, at the first tick after the
+//     payload's Value.Due), AutoExpiration less two ticks: a loader that
+//     bounds how much it refreshes at once (document's budget) re-encodes
+//     segments that old whatever its bound, so that the next refresh, at
+//     most a tick later, finds none past the change's maxAge.
+//
+// Together they keep every byte served at most AutoExpiration old, plus
+// whatever the refresh gap exceeds a tick by in a storm and one rebuild's
+// duration (Cache.markAged). A load on a miss reports maxAge as for a
+// refresh, with ok false. BuildValue and BuildValueForChange, for loaders'
+// tests, report AutoExpiration itself.
 type ChangeWriter interface {
 	ForChange() (maxAge time.Duration, ok bool)
 }
@@ -119,14 +136,15 @@ func appendGzipTrailer(b []byte, crc uint32, n int64) []byte {
 }
 
 // BuildValue builds a Value from what write writes, as the cache does on a
-// load (clock now, segments reused up to 3/4 of autoExpiration): for
-// loaders' tests and benchmarks.
+// load or a refresh (clock now, segments reused up to 3/4 of
+// autoExpiration, ForChange's maxAge autoExpiration): for loaders' tests and
+// benchmarks.
 func BuildValue(write func(io.Writer) (bool, error), now func() time.Time, autoExpiration time.Duration) (*Value, error) {
-	return streamValue(write, gzipLevel, now, autoExpiration, false)
+	return streamValue(write, gzipLevel, now, autoExpiration, autoExpiration, false)
 }
 
 // BuildValueForChange is BuildValue for a rebuild after a change
 // (ChangeWriter): for loaders' tests and benchmarks.
 func BuildValueForChange(write func(io.Writer) (bool, error), now func() time.Time, autoExpiration time.Duration) (*Value, error) {
-	return streamValue(write, gzipLevel, now, autoExpiration, true)
+	return streamValue(write, gzipLevel, now, autoExpiration, autoExpiration, true)
 }

@@ -69,7 +69,7 @@ func segmentedPayload(t *testing.T, pieces int) (*Value, []byte) {
 			}
 		}
 		return true, nil
-	}, gzipLevel, func() time.Time { return time.Unix(5000, 0) }, time.Minute, false)
+	}, gzipLevel, func() time.Time { return time.Unix(5000, 0) }, time.Minute, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestSmallSegmentedPayloadKeepsPlain(t *testing.T) {
 		w.(SegmentWriter).WriteSegment(s)
 		w.Write([]byte(`]`))
 		return true, nil
-	}, gzipLevel, time.Now, time.Minute, false)
+	}, gzipLevel, time.Now, time.Minute, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}

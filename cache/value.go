@@ -63,7 +63,16 @@ type Value struct {
 	revHeader []string
 	// segmented: the payload holds a loader's kept segments (Cache.markAged).
 	segmented bool
+	// due: when the housekeeping refreshes a segmented payload, its earliest
+	// segment's Segment.Due.
+	due time.Time
 }
+
+// Due is when the housekeeping refreshes the payload for age: the earliest
+// Segment.Due of its segments (a segment without one counts Reuse/2 after
+// its Built). Zero for a payload without segments, which is rebuilt at
+// AutoExpiration.
+func (v *Value) Due() time.Time { return v.due }
 
 // RevisionHeader is Revision formatted as a header's values (shared: do
 // not modify), nil when unknown, so that serving it allocates nothing.
@@ -146,7 +155,7 @@ func buildValue(payload []byte, found bool, level int, now time.Time) (*Value, e
 		}
 		_, err := w.Write(payload)
 		return true, err
-	}, level, func() time.Time { return now }, 0, false)
+	}, level, func() time.Time { return now }, 0, 0, false)
 }
 
 // valueWriter receives a payload as a stream of plain bytes and
@@ -172,17 +181,18 @@ type valueWriter struct {
 	segs    bool // a segment was written
 	n       int64
 	oldest  time.Time // oldest segment's Built
+	due     time.Time // earliest segment's Due
 	now     func() time.Time
 	reuse   time.Duration
 	rev     int64 // SetRevision's
-	// change: a rebuild after a change (ChangeWriter), with the cache's
-	// AutoExpiration.
-	change         bool
-	autoExpiration time.Duration
+	// change: a rebuild after a change (ChangeWriter), with maxAge the age
+	// up to which a segment may be kept in this build.
+	change bool
+	maxAge time.Duration
 }
 
 // ForChange implements ChangeWriter.
-func (vw *valueWriter) ForChange() (time.Duration, bool) { return vw.autoExpiration, vw.change }
+func (vw *valueWriter) ForChange() (time.Duration, bool) { return vw.maxAge, vw.change }
 
 // SetRevision implements RevisionWriter.
 func (vw *valueWriter) SetRevision(rev int64) { vw.rev = rev }
@@ -247,6 +257,13 @@ func (vw *valueWriter) WriteSegment(s *Segment) error {
 	if vw.oldest.IsZero() || s.Built.Before(vw.oldest) {
 		vw.oldest = s.Built
 	}
+	due := s.Due
+	if due.IsZero() {
+		due = s.Built.Add(vw.reuse / 2)
+	}
+	if vw.due.IsZero() || due.Before(vw.due) {
+		vw.due = due
+	}
 	return nil
 }
 
@@ -288,9 +305,10 @@ func (vw *valueWriter) release() {
 // age of every piece.
 //
 // autoExpiration is the cache's; 0 lets a loader reuse no segment. change
-// marks a rebuild after a change (ChangeWriter).
-func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time, autoExpiration time.Duration, change bool) (*Value, error) {
-	vw := &valueWriter{level: level, hash: xxhash.New(), keep: true, now: now, reuse: autoExpiration * 3 / 4, change: change, autoExpiration: autoExpiration}
+// marks a rebuild after a change, maxAge the age up to which the build may
+// keep a segment (ChangeWriter).
+func streamValue(write func(io.Writer) (bool, error), level int, now func() time.Time, autoExpiration, maxAge time.Duration, change bool) (*Value, error) {
+	vw := &valueWriter{level: level, hash: xxhash.New(), keep: true, now: now, reuse: autoExpiration * 3 / 4, change: change, maxAge: maxAge}
 	vw.out.Write(gzipHeader)
 	found, err := write(vw)
 	if err != nil || !found {
@@ -322,7 +340,7 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	if !vw.oldest.IsZero() && vw.oldest.Before(built) {
 		built = vw.oldest
 	}
-	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev, segmented: vw.segs}
+	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev, segmented: vw.segs, due: vw.due}
 	if vw.rev > 0 {
 		v.revHeader = []string{strconv.FormatInt(vw.rev, 10)}
 	}

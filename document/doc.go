@@ -31,5 +31,8 @@
 // chunk (fragments.go). With transparent fallback, the applications only
 // remote regions hold follow in one kept segment of their own, rebuilt when
 // a region's copy changes; chunks holding a merged application are never
-// kept.
+// kept. Each chunk's segment says when it is due for fresh renewal
+// timestamps (cache.Segment.Due), so the cache's housekeeping rebuilds a
+// document only when one of its chunks needs it, and that refresh takes
+// every chunk that came due meanwhile.
 package document

@@ -30,8 +30,16 @@ import (
 // The bytes are those of compat's AppendApplications (head, fragments and
 // tail, see compat/parts.go); only renewal timestamps differ from a whole
 // re-encode at the same moment: a kept chunk carries the ones of when it was
-// encoded, at most cache's Reuse (3/4 of AutoExpiration) ago, which is the
-// staleness Eureka's readWrite cache allows for the whole document.
+// encoded. A refresh (the housekeeping's build) re-encodes a chunk once it
+// is its refreshAge old (between Reuse/2 and Reuse, 3/8 to 3/4 of
+// AutoExpiration); a rebuild for a change keeps it up to cache's
+// ChangeWriter maxAge (AutoExpiration less a housekeeping tick). Each
+// chunk's segment says when it is due (cache.Segment.Due: its refreshAge
+// plus refreshSlack), so the cache refreshes a document only when one of
+// its chunks needs it, and that refresh takes every chunk past its
+// refreshAge: in an idle registry the chunks coming due within a slack are
+// re-encoded in one rebuild, not one rebuild (a copy of the whole
+// document's gzip bytes) per housekeeping tick.
 
 // Chunk bounds, in instances (full documents) or recently-changed entries
 // (deltas): a chunk ends after an application whose name hashes to a cut
@@ -89,9 +97,19 @@ type fragments struct {
 // refreshBudget is the instances of aged chunks one refresh re-encodes per
 // document: a few hundred ms, so that a change landing during one waits
 // little, and with the housekeeping's tick (UpdateInterval/16) ~17,000 a
-// second per document, a 1M registry's in about a minute of the two
-// between its first chunk coming due and AutoExpiration.
+// second per document, a 1M registry's in about a minute of the 1.5
+// between its first chunk coming due (Reuse/2 + refreshSlack after a
+// loading) and the refresh's maxAge (AutoExpiration less two ticks).
 const refreshBudget = 32768
+
+// refreshSlack is how long after its refreshAge a chunk's segment is due
+// (cache.Segment.Due), as a share of Reuse: the refresh it triggers
+// re-encodes with it every chunk that reached its refreshAge meanwhile, so
+// that an idle registry's document is rebuilt about once per slack (17 s
+// with the defaults) instead of at every tick that finds one chunk due
+// (UpdateInterval/16, 1.875 s). A chunk is then re-encoded at most Reuse +
+// slack + a tick old (154 s of AutoExpiration's 180).
+func refreshSlack(reuse time.Duration) time.Duration { return reuse / 8 }
 
 func newFragments(reg *registry.Registry, codecs compat.Codecs) *fragments {
 	return &fragments{reg: reg, codecs: codecs, refreshBudget: refreshBudget}
@@ -112,15 +130,17 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 	now := w.Now()
 	reuse := w.Reuse()
 	// A rebuild after a change re-encodes what changed, keeping the other
-	// chunks up to AutoExpiration: renewal timestamps coming due are the
-	// housekeeping's rebuild to refresh (cache.ChangeWriter), not what a
-	// change waits for (right after a loading, every chunk is due at once).
+	// chunks up to its maxAge (AutoExpiration less a housekeeping tick):
+	// renewal timestamps coming due are the housekeeping's rebuild to
+	// refresh (cache.ChangeWriter), not what a change waits for (right after
+	// a loading, every chunk is due at once).
 	//
 	// A refresh (the housekeeping's) re-encodes the chunks past their
 	// refresh age oldest first, at most fr.refreshBudget instances of them
-	// per build while they are younger than AutoExpiration: at 1M instances
-	// the chunks of a loading come due within a minute, and a change landing
-	// during a refresh waits for all of it.
+	// per build while they are younger than its maxAge (AutoExpiration less
+	// two ticks; older ones whatever the budget): at 1M instances the chunks
+	// of a loading come due within a minute, and a change landing during a
+	// refresh waits for all of it.
 	keepFor := func(name string) time.Duration { return refreshAge(reuse, name) }
 	maxAge, budget := time.Duration(-1), -1 // no limit: loaders' tests
 	if cw, ok := w.(cache.ChangeWriter); ok {
@@ -217,7 +237,13 @@ func (fr *fragments) write(w cache.SegmentWriter, delta bool, f compat.Format, c
 			for j := r[0]; j < r[1]; j++ {
 				fr.encoded.Add(int64(len(o.Views[j].Instances)))
 			}
-			c = &chunk{apps: slices.Clone(o.Apps[r[0]:r[1]]), first: r[0] == 0, mixed: mixed, seg: cache.NewSegment(buf, now)}
+			seg := cache.NewSegment(buf, now)
+			if mixed {
+				seg.Due = now.Add(reuse) // encoded again at every build
+			} else {
+				seg.Due = now.Add(refreshAge(reuse, o.Apps[r[0]].Name) + refreshSlack(reuse))
+			}
+			c = &chunk{apps: slices.Clone(o.Apps[r[0]:r[1]]), first: r[0] == 0, mixed: mixed, seg: seg}
 		}
 		next[c.apps[0].Name] = c
 		if err := w.WriteSegment(c.seg); err != nil {
@@ -262,7 +288,9 @@ func (fr *fragments) writeRemoteOnly(w cache.SegmentWriter, d *docParts, f compa
 			app := ov.MergeApp(registry.Application{Name: n})
 			buf = fr.codecs.AppendAppFragment(buf, f, compact, &app, first && i == 0)
 		}
-		p = &remotePart{from: ov.from, first: first, seg: cache.NewSegment(buf, now)}
+		seg := cache.NewSegment(buf, now)
+		seg.Due = now.Add(reuse)
+		p = &remotePart{from: ov.from, first: first, seg: seg}
 		p.only = only
 		d.remote = p
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -261,4 +262,101 @@ func inflate(t *testing.T, gz []byte) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestFragmentsRefreshOldestFirst: when the budget leaves due chunks for
+// later refreshes, each refresh takes the oldest first (ties in document
+// order), whatever their place in the document: here the document's first
+// chunk is the youngest and its second the next youngest, so they go last.
+func TestFragmentsRefreshOldestFirst(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	reg := registry.New(registry.Options{Now: clk.Now})
+	for i := range 10000 {
+		if _, err := reg.Register(fragInstance(fmt.Sprintf("APP-%03d", i%200), i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := newFragments(reg, compat.Codecs{})
+	fr.refreshBudget = 1 // one chunk per refresh
+	d := &fr.docs[0][1][0]
+	build := func(buildValue func(func(io.Writer) (bool, error), func() time.Time, time.Duration) (*cache.Value, error)) {
+		t.Helper()
+		if _, err := buildValue(func(w io.Writer) (bool, error) {
+			return true, fr.writeDocument(w, false, compat.JSON, false)
+		}, clk.Now, cache.DefaultAutoExpiration); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// segs returns the chunks' segments in document order.
+	segs := func() []*cache.Segment {
+		names := make([]string, 0, len(d.chunks))
+		for n := range d.chunks {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		out := make([]*cache.Segment, len(names))
+		for i, n := range names {
+			out[i] = d.chunks[n].seg
+		}
+		return out
+	}
+	change := func(chunk int) {
+		t.Helper()
+		app := segsApps(d, chunk)
+		in := fragInstance(app, 0)
+		in.Metadata = map[string]string{"zone": "changed-" + clk.Now().String()}
+		if _, err := reg.Register(in, false); err != nil {
+			t.Fatal(err)
+		}
+		build(cache.BuildValueForChange)
+	}
+	build(cache.BuildValue)
+	n := len(d.chunks)
+	if n < 4 {
+		t.Fatalf("%d chunks, want several", n)
+	}
+	clk.Advance(10 * time.Second)
+	change(1) // the second chunk, 10 s younger than the rest
+	clk.Advance(10 * time.Second)
+	change(0) // the first, 20 s younger
+	// Every chunk past its refresh age (at most Reuse, 135 s), none at AutoExpiration.
+	clk.Advance(cache.DefaultAutoExpiration*3/4 + 10*time.Second)
+	var order []int
+	for range n {
+		before := segs()
+		build(cache.BuildValue)
+		after := segs()
+		if len(after) != n {
+			t.Fatalf("the chunks changed: %d, want %d", len(after), n)
+		}
+		var redone []int
+		for i := range after {
+			if after[i] != before[i] {
+				redone = append(redone, i)
+			}
+		}
+		if len(redone) != 1 {
+			t.Fatalf("a refresh with a budget of one instance re-encoded chunks %v, want one", redone)
+		}
+		order = append(order, redone[0])
+	}
+	want := make([]int, 0, n)
+	for i := 2; i < n; i++ {
+		want = append(want, i)
+	}
+	want = append(want, 1, 0)
+	if !slices.Equal(order, want) {
+		t.Fatalf("refreshes re-encoded chunks in the order %v, want oldest first %v", order, want)
+	}
+}
+
+// segsApps is the name of the first application of the chunk-th chunk in
+// document order.
+func segsApps(d *docParts, chunk int) string {
+	names := make([]string, 0, len(d.chunks))
+	for n := range d.chunks {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names[chunk]
 }

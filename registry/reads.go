@@ -212,14 +212,24 @@ var expiredPause func()
 // compensation extra (Lease.isExpired(additionalLeaseMs)), sorted by
 // application and id.
 //
-// The walk takes the read lock for a chunk of applications at a time (about
-// expiredChunk leases; an application is never split, so the largest one
-// bounds a hold) and sorts outside it: at 1M leases one walk under one hold
-// kept every registration waiting for seconds. The list is therefore as
-// weakly consistent as Eureka's, which iterates its concurrent map without a
-// lock: an application registered during the walk is not listed, and a
-// listed lease may have been renewed, cancelled or re-registered by the
-// time the caller acts (EvictExpired checks again under the write lock).
+// The walk takes the read lock for expiredChunk leases at a time and sorts
+// outside it: at 1M leases one walk under one hold kept every registration
+// waiting for seconds. A chunk may end inside an application, however
+// large: the walk of its leases (a range over its map) is suspended while
+// the lock is released and resumed once it is taken again, which the
+// language defines whatever the writers did meanwhile (an entry removed
+// before it is reached is not produced; one added may be or not) and the
+// runtime supports (no concurrent access: every step of the walk holds the
+// read lock). An id removed and added again meanwhile can be produced twice:
+// the list is deduplicated when sorted. An application removed and
+// registered again meanwhile is walked on in its old map, whose leases are
+// the ones that were current when it was removed.
+//
+// The list is therefore as weakly consistent as Eureka's, which iterates its
+// concurrent map without a lock: an application registered during the walk
+// is not listed, and a listed lease may have been renewed, cancelled or
+// re-registered by the time the caller acts (EvictExpired checks again under
+// the write lock).
 func (r *Registry) Expired(now time.Time, extra time.Duration) []InstanceKey {
 	r.mu.RLock()
 	names := make([]string, 0, len(r.apps))
@@ -229,36 +239,39 @@ func (r *Registry) Expired(now time.Time, extra time.Duration) []InstanceKey {
 	r.mu.RUnlock()
 	slices.Sort(names)
 
-	var out, chunk []InstanceKey
-	for i := 0; i < len(names); {
-		if i > 0 && expiredPause != nil {
-			expiredPause()
-		}
-		chunk = chunk[:0]
-		r.mu.RLock()
-		for seen := 0; i < len(names) && seen < expiredChunk; i++ {
-			group := r.apps[names[i]] // nil: the application left meanwhile
-			for id, l := range group {
-				if l.expired(now, extra) {
-					chunk = append(chunk, InstanceKey{names[i], id})
+	var out []InstanceKey
+	ends := make([]int, 0, len(names)) // end of each application's keys in out
+	seen := 0
+	r.mu.RLock()
+	for _, name := range names {
+		for id, l := range r.apps[name] { // nil: the application left meanwhile
+			if seen >= expiredChunk {
+				// Possibly inside an application: its walk is suspended (above).
+				r.mu.RUnlock()
+				if expiredPause != nil {
+					expiredPause()
 				}
+				r.mu.RLock()
+				seen = 0
 			}
-			seen += len(group)
-		}
-		r.mu.RUnlock()
-		// The chunk holds whole applications in name order: sorting each
-		// one's ids sorts the list.
-		for rest := chunk; len(rest) > 0; {
-			n := 1
-			for n < len(rest) && rest[n].App == rest[0].App {
-				n++
+			seen++
+			if l.expired(now, extra) {
+				out = append(out, InstanceKey{name, id})
 			}
-			slices.SortFunc(rest[:n], func(a, b InstanceKey) int { return strings.Compare(a.ID, b.ID) })
-			rest = rest[n:]
 		}
-		out = append(out, chunk...)
+		ends = append(ends, len(out))
 	}
-	return out
+	r.mu.RUnlock()
+	// The applications come in name order: sorting each one's ids sorts the
+	// list.
+	sorted, start := out[:0], 0
+	for _, end := range ends {
+		part := out[start:end]
+		start = end
+		slices.SortFunc(part, func(a, b InstanceKey) int { return strings.Compare(a.ID, b.ID) })
+		sorted = append(sorted, slices.Compact(part)...)
+	}
+	return sorted
 }
 
 // PruneRecentlyChanged drops changes older than retention from the head of
