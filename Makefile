@@ -55,7 +55,7 @@ interop:
 # Each entry is package:target.
 FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compat:FuzzDecodeReplicationList \
 	compat:FuzzDecodeApplications compat:FuzzFastDecoderAgrees server:FuzzRouter cmd/goreka/config:FuzzParse \
-	snapshot:FuzzUnmarshal
+	snapshot:FuzzUnmarshal tlsconf:FuzzPKCS12KeyAliases
 fuzz:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
