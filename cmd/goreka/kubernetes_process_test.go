@@ -179,7 +179,7 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 			m["goreka_kubernetes_leader"], m["goreka_kubernetes_sync_errors_total"], m["goreka_kubernetes_imported_instances"])
 	}
 	if code, page, err := do("GET", "http://"+n.addr()+"/", ""); err != nil || code != http.StatusOK ||
-		!strings.Contains(string(page), "2 instances from EndpointSlices") || !strings.Contains(string(page), "standby: another node") {
+		!strings.Contains(string(page), "2 instances from EndpointSlices") || !strings.Contains(string(page), "standby: not holding the export Lease") {
 		t.Errorf("API server away: the dashboard (%d, %v) shows no import of 2 instances or no export on standby", code, err)
 	}
 	if !n.alive() {
