@@ -108,9 +108,10 @@ compat-eureka-clients:
 # Issue 27's churn at its full length: two goreka groups of two nodes
 # each (cluster ids east and west), both directions on, against one real
 # kube-apiserver; instances flip OUT_OF_SERVICE, cancel and register again
-# for KUBE_CHURN (make test runs the same test for 3 s), then object counts,
-# owners (managedFields) and a full reconcile that writes nothing are
-# checked. ~2/3 of a core for the 5 minutes (API server, etcd, 4 exporters
+# for KUBE_CHURN (make test runs the same test for 3 s), then the cycles
+# done (counted), the Services re-created and the OUT_OF_SERVICE changes an
+# EndpointSlice watch saw, object counts, owners (managedFields) and a full
+# reconcile that writes nothing are checked. ~2/3 of a core for the 5 minutes (API server, etcd, 4 exporters
 # and 4 importers), ~6 minutes in all.
 KUBE_CHURN ?= 5m
 kube-churn:
