@@ -193,7 +193,7 @@ func TestBadMaterialNamesTheProperty(t *testing.T) {
 		{"wrong jks password", keysOf(jksf, "JKS", "nope"), "server.ssl.key-store-password", "keystore password was incorrect"},
 		{"wrong jks key password", Keys{Store: jksf, Type: "JKS", Password: "storepw", KeyPassword: "nope", Names: SpringNames("server.ssl", false)}, "server.ssl.key-password", "key entry"},
 		{"missing jks alias", Keys{Store: jksf, Type: "JKS", Password: "storepw", KeyPassword: "keypw", Alias: "missing", Names: SpringNames("server.ssl", false)}, "server.ssl.key-alias", "does not contain alias 'missing'"},
-		{"missing pkcs12 alias", Keys{Store: p12f, Type: "PKCS12", Password: "secret", Alias: "missing", Names: SpringNames("server.ssl", false)}, "server.ssl.key-alias", "does not contain alias 'missing'"},
+		{"missing pkcs12 alias", Keys{Store: p12f, Type: "PKCS12", Password: "secret", Alias: "missing", Names: SpringNames("server.ssl", false)}, "server.ssl.key-alias", "does not contain alias 'missing' (it holds no named key entry)"},
 		{"unknown type", keysOf(p12f, "BKS", "secret"), "server.ssl.key-store-type", `unknown store type "BKS"`},
 		{"missing file", keysOf(filepath.Join(dir, "none.p12"), "PKCS12", "x"), "server.ssl.key-store", "no such file"},
 		{"key does not match", Keys{Store: crt, PrivateKey: write(t, filepath.Join(dir, "other.key"), keyPEM(otherKey)), Names: SpringNames("server.ssl", false)}, "server.ssl.key-store", "does not match"},
