@@ -103,7 +103,7 @@ func TestDashboardRows(t *testing.T) {
 		t.Fatalf("import only:\n%v\nwant\n%v", rows, want)
 	}
 	m.ServeExport()
-	if rows := m.DashboardRows(); len(rows) != 3 || !strings.HasPrefix(rows[1][1], "standby") {
+	if rows := m.DashboardRows(); len(rows) != 3 || rows[1] != [2]string{"kubernetes export", "standby: not holding the export Lease"} {
 		t.Fatalf("export without the Lease: %v", rows)
 	}
 	m.Leader.Set(1)

@@ -43,7 +43,8 @@ func (m *Metrics) DashboardRows() [][2]string {
 		rows = append(rows, [2]string{"kubernetes import", fmt.Sprintf("%d instances from EndpointSlices (lease-less, source=kubernetes)", int64(value(m.ImportedInstances)))})
 	}
 	if m.exporting.Load() {
-		role := "standby: another node of the group holds the export Lease"
+		// Not "another node holds it": with the API server away nobody may.
+		role := "standby: not holding the export Lease"
 		if value(m.Leader) == 1 {
 			role = fmt.Sprintf("leader: %d applications written as Services and EndpointSlices", int64(value(m.ExportedServices)))
 		}

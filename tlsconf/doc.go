@@ -20,5 +20,8 @@
 // is logged once and the old material stays.
 //
 // Every problem found while loading is an *Error naming the property to
-// fix, for start-up errors that need no stack trace.
+// fix and the file, for start-up errors that need no stack trace; where
+// Spring Boot has words for it, in its words ("could not load store from",
+// "keystore password was incorrect", "does not contain alias", the latter
+// with the aliases of the keystore's key entries).
 package tlsconf

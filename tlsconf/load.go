@@ -297,7 +297,7 @@ func pkcs12Keys(data []byte, k Keys) ([]*x509.Certificate, crypto.PrivateKey, er
 			}
 		}
 		if !slices.ContainsFunc(aliases, func(a string) bool { return strings.EqualFold(a, k.Alias) }) {
-			return nil, nil, problem(n.Alias, "no key entry %q in %s (its key entries: %s)", k.Alias, k.Store, strings.Join(aliases, ", "))
+			return nil, nil, noAlias(n, k.Store, k.Alias, aliases)
 		}
 	}
 	return leafFirst(key, append([]*x509.Certificate{leaf}, cas...)), key, nil
@@ -366,8 +366,7 @@ func pkcs12Entry(data []byte, pw string, k Keys) ([]*x509.Certificate, crypto.Pr
 		}
 	}
 	if key == nil {
-		slices.Sort(aliases)
-		return nil, nil, problem(n.Alias, "no key entry %q in %s (its key entries: %s)", k.Alias, k.Store, strings.Join(aliases, ", "))
+		return nil, nil, noAlias(n, k.Store, k.Alias, aliases)
 	}
 	i := slices.IndexFunc(certs, func(c *x509.Certificate) bool { return id != "" && ids[c] == id })
 	if i < 0 {
@@ -390,25 +389,42 @@ func pkcs12Entry(data []byte, pw string, k Keys) ([]*x509.Certificate, crypto.Pr
 	return chain, key, nil
 }
 
+// noAlias is key-alias naming no key entry of the keystore at path, in
+// Spring Boot's words ("Keystore does not contain alias"), with the file
+// and the aliases of the key entries it does hold, sorted.
+func noAlias(n Names, path, alias string, keyAliases []string) error {
+	names := slices.DeleteFunc(slices.Clone(keyAliases), func(a string) bool { return a == "" })
+	slices.Sort(names)
+	names = slices.Compact(names)
+	has := "it holds no named key entry"
+	if len(names) > 0 {
+		has = "its key entries: " + strings.Join(names, ", ")
+	}
+	return problem(n.Alias, "keystore %s does not contain alias '%s' (%s)", path, alias, has)
+}
+
+// pkcs12Problem words go-pkcs12's error as Spring Boot does ("Could not
+// load store from", the JDK's "keystore password was incorrect"), naming
+// the file and, by the Error's property, what to fix.
 func pkcs12Problem(err error, path string, n Names) error {
 	switch {
 	case errors.Is(err, pkcs12.ErrIncorrectPassword):
-		return problem(n.Password, "wrong password for %s", path)
+		return problem(n.Password, "could not load store from '%s': keystore password was incorrect", path)
 	case strings.Contains(err.Error(), "expected exactly one key bag"):
 		return problem(n.Store, "%s holds several key entries and no key alias names the one to use", path)
 	case strings.Contains(err.Error(), "private key missing"):
 		return problem(n.Store, "%s holds no private key entry", path)
 	}
-	return problem(n.Store, "%s is not a readable PKCS12 keystore: %v", path, err)
+	return problem(n.Store, "could not load store from '%s': not a PKCS12 keystore: %v", path, err)
 }
 
 func jksLoad(data []byte, password, path string, n Names) (keystore.KeyStore, error) {
 	ks := keystore.New()
 	if err := ks.Load(bytes.NewReader(data), []byte(password)); err != nil {
 		if strings.Contains(err.Error(), "invalid digest") {
-			return ks, problem(n.Password, "wrong password for %s", path)
+			return ks, problem(n.Password, "could not load store from '%s': keystore password was incorrect", path)
 		}
-		return ks, problem(n.Store, "%s is not a readable JKS keystore: %v", path, err)
+		return ks, problem(n.Store, "could not load store from '%s': not a JKS keystore: %v", path, err)
 	}
 	return ks, nil
 }
@@ -433,7 +449,7 @@ func jksKeys(data []byte, k Keys) ([]*x509.Certificate, crypto.PrivateKey, error
 	case alias == "":
 		alias = keyAliases[0]
 	case !slices.Contains(keyAliases, alias):
-		return nil, nil, problem(n.Alias, "no key entry %q in %s (its key entries: %s)", k.Alias, k.Store, strings.Join(keyAliases, ", "))
+		return nil, nil, noAlias(n, k.Store, k.Alias, keyAliases)
 	}
 	kp := k.KeyPassword
 	if kp == "" {

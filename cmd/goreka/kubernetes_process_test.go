@@ -159,9 +159,16 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 		t.Fatalf("web in the default namespace too: %d %v", code, got)
 	}
 
-	api.Stop()
-	// Longer than the renew deadline: the leader must give the Lease up.
-	for end := time.Now().Add(13 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	if m := scrape(t, n); m["goreka_kubernetes_leader"] != 1 {
+		t.Fatalf("before the outage: goreka_kubernetes_leader %v, want 1", m["goreka_kubernetes_leader"])
+	}
+	// Through the outage (its start, the API server's own shutdown,
+	// included) goreka serves both imported instances and is ready; polled
+	// until the API server is gone, then until the leader has given the
+	// Lease up (its renew deadline of 10 s passed without a renewal, on
+	// client-go's timers: up to 20 s) and the outage has lasted longer than
+	// that deadline.
+	serving := func() {
 		if got, code := shopInstances(n); !maps.Equal(got, both) {
 			t.Fatalf("API server away: GET /ns/shop/eureka/apps/WEB %d %v, want both imported instances", code, got)
 		}
@@ -169,6 +176,26 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 			t.Fatalf("API server away: readiness %d %v", code, err)
 		}
 	}
+	down, stopped := time.Now(), make(chan struct{})
+	go func() { defer close(stopped); api.Stop() }()
+	t.Cleanup(func() { <-stopped }) // before kubetest's own cleanup stops it
+	waitUntil(t, "the API server stopped", 30*time.Second, func() (bool, string) {
+		serving()
+		select {
+		case <-stopped:
+			return true, ""
+		default:
+			return false, "stopping"
+		}
+	})
+	stop := time.Since(down)
+	waitUntil(t, "API server away: goreka_kubernetes_leader 0", 20*time.Second, func() (bool, string) {
+		serving()
+		m := scrape(t, n)
+		return m["goreka_kubernetes_leader"] == 0 && time.Since(down) > 12*time.Second,
+			fmt.Sprintf("leader %v after %v", m["goreka_kubernetes_leader"], time.Since(down).Round(100*time.Millisecond))
+	})
+	t.Logf("API server away: stopped in %v, outage checked for %v", stop.Round(100*time.Millisecond), time.Since(down).Round(100*time.Millisecond))
 	register(t, n, "PAYMENTS", "payments-1", 30, 90)
 	if got, _ := appInstances(n, "PAYMENTS"); got["PAYMENTS/payments-1"] != "UP" {
 		t.Fatalf("registered while the API server is away: %v", got)
@@ -179,7 +206,7 @@ func TestKubernetesOutageKeepsServing(t *testing.T) {
 			m["goreka_kubernetes_leader"], m["goreka_kubernetes_sync_errors_total"], m["goreka_kubernetes_imported_instances"])
 	}
 	if code, page, err := do("GET", "http://"+n.addr()+"/", ""); err != nil || code != http.StatusOK ||
-		!strings.Contains(string(page), "2 instances from EndpointSlices") || !strings.Contains(string(page), "standby: another node") {
+		!strings.Contains(string(page), "2 instances from EndpointSlices") || !strings.Contains(string(page), "standby: not holding the export Lease") {
 		t.Errorf("API server away: the dashboard (%d, %v) shows no import of 2 instances or no export on standby", code, err)
 	}
 	if !n.alive() {

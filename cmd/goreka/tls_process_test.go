@@ -129,10 +129,10 @@ func TestTLSConfigErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"wrong PKCS12 password", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "wrong password", p12}},
-		{"wrong JKS password", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-type=JKS", "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "wrong password"}},
-		{"missing alias", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-password=storepw", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", `no key entry "tomcat"`, "goreka"}},
-		{"missing PKCS12 alias", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", `no key entry "tomcat"`}},
+		{"wrong PKCS12 password", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "keystore password was incorrect", p12}},
+		{"wrong JKS password", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-type=JKS", "--server.ssl.key-store-password=nope"}, []string{"server.ssl.key-store-password", "keystore password was incorrect"}},
+		{"missing alias", []string{"--server.ssl.key-store=" + jks, "--server.ssl.key-store-password=storepw", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", "does not contain alias 'tomcat'", "goreka"}},
+		{"missing PKCS12 alias", []string{"--server.ssl.key-store=" + p12, "--server.ssl.key-store-password=secret", "--server.ssl.key-alias=tomcat"}, []string{"server.ssl.key-alias", "does not contain alias 'tomcat'"}},
 		{"expired", []string{"--server.ssl.certificate=" + oldCrt, "--server.ssl.certificate-private-key=" + oldKey}, []string{"server.ssl.certificate", "expired at"}},
 		{"not yet valid", []string{"--server.ssl.certificate=" + earlyCrt, "--server.ssl.certificate-private-key=" + earlyKey}, []string{"server.ssl.certificate", "not valid yet"}},
 		{"key does not match", []string{"--server.ssl.certificate=" + goodCrt, "--server.ssl.certificate-private-key=" + wrongKey}, []string{"server.ssl.certificate", "does not match"}},
@@ -148,9 +148,9 @@ func TestTLSConfigErrors(t *testing.T) {
 		{"bad client-auth", []string{"--server.ssl.key-store=" + p12, "--server.ssl.client-auth=sometimes"}, []string{"server.ssl.client-auth", "sometimes"}},
 		{"unknown bundle", []string{"--server.ssl.bundle=web", "--spring.ssl.bundle.jks.api.keystore.location=" + jks}, []string{"server.ssl.bundle", `"web"`, "api"}},
 		{"bundle wrong password", []string{"--server.ssl.bundle=web", "--spring.ssl.bundle.jks.web.keystore.location=" + jks, "--spring.ssl.bundle.jks.web.keystore.password=nope"},
-			[]string{"spring.ssl.bundle.jks.web.keystore.password", "wrong password"}},
+			[]string{"spring.ssl.bundle.jks.web.keystore.password", "keystore password was incorrect"}},
 		{"client trust store password", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.trust-store=" + p12, "--eureka.client.tls.trust-store-password=nope"},
-			[]string{"eureka.client.tls.trust-store-password", "wrong password"}},
+			[]string{"eureka.client.tls.trust-store-password", "keystore password was incorrect"}},
 		{"client key store missing", []string{"--eureka.client.tls.enabled=true", "--eureka.client.tls.key-store=" + filepath.Join(f.dir, "absent.p12")},
 			[]string{"eureka.client.tls.key-store", "absent.p12", "no such file"}},
 	} {

@@ -223,7 +223,15 @@ func TestKubernetesImportSpringBoot(t *testing.T) {
 		return c["GET apps/ 200"] + c["GET apps/delta 200"]
 	}
 	var after int
+	// Bounded: goreka may restart in its minute and the app fetch five
+	// times in far less; a restart that never gets there fails here with
+	// what it got to, not at the go test timeout.
+	end := time.Now().Add(2 * time.Minute)
 	for up := false; ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("goreka restarted (up %v): %d successful registry fetches of the app in 2 minutes since, want 5\n%s\n%s",
+				up, okFetches()-after, caller.proxy.Recent(), proctest.Tail(filepath.Join(out, "goreka-restarted.log"), 30))
+		}
 		if !up {
 			select {
 			case err := <-restarted:

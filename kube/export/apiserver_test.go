@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/goreka/goreka/internal/kubetest"
 	"github.com/goreka/goreka/kube"
@@ -345,6 +348,10 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 		id   string
 		regs [2]*registry.Registry
 		run  [2]*runner
+		// steps counts the churn's changes made on both nodes of the
+		// group (one every 40 ms while it runs): the cycles done are
+		// counted, not inferred from the churn's duration.
+		steps atomic.Int64
 	}
 	var gs []*group
 	for gi, id := range []string{"east", "west"} {
@@ -408,6 +415,45 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 		}
 	}
 	before, createdBefore := total(), created()
+	// OUT_OF_SERVICE as the API server's watchers see it: an endpoint of a
+	// slice turning terminating (goreka's OUT_OF_SERVICE) in a watch event,
+	// counted from the informer's old and new object, not from what the
+	// churn did.
+	var oosSeen atomic.Int64
+	factory := informers.NewSharedInformerFactoryWithOptions(sp.admin, 0, informers.WithNamespace(sp.name))
+	slicesInf := factory.Discovery().V1().EndpointSlices().Informer()
+	terminating := func(obj any) map[string]bool {
+		out := map[string]bool{}
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			for _, ep := range s.Endpoints {
+				for _, a := range ep.Addresses {
+					out[a] = ep.Conditions.Terminating != nil && *ep.Conditions.Terminating
+				}
+			}
+		}
+		return out
+	}
+	turned := func(old, cur any) {
+		was := terminating(old)
+		for a, term := range terminating(cur) {
+			if term && !was[a] {
+				oosSeen.Add(1)
+			}
+		}
+	}
+	if _, err := slicesInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { turned(nil, obj) },
+		UpdateFunc: turned,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	factory.Start(watchCtx.Done())
+	t.Cleanup(func() { stopWatch(); factory.Shutdown() })
+	if !cache.WaitForCacheSync(t.Context().Done(), slicesInf.HasSynced) {
+		t.Fatal("the EndpointSlice informer never synced")
+	}
+	oosBefore := oosSeen.Load()
 	// Churn: every instance in turn is set OUT_OF_SERVICE, then each is
 	// cancelled, then each registers again UP, over and over on both
 	// groups, one change every 40 ms: each cycle of 36 changes (1.44 s)
@@ -416,6 +462,7 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	// and created again.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var oosMade atomic.Int64
 	for gi, g := range gs {
 		wg.Go(func() {
 			for n := 0; ; n++ {
@@ -437,20 +484,38 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 						_, _ = reg.Register(up(app, id, ip, 8080), false)
 					}
 				}
+				if n/12%3 == 0 {
+					oosMade.Add(1)
+				}
+				g.steps.Add(1)
 			}
 		})
 	}
-	time.Sleep(d)
+	time.Sleep(d) // the churn's length, not a wait for an outcome
 	close(stop)
 	wg.Wait()
+	// Whole cycles (36 changes) the slower group completed.
+	cycles := float64(min(gs[0].steps.Load(), gs[1].steps.Load()) / 36)
 	// The churn reached the API server: about 6 Services created again
 	// per cycle; a churn that never emptied an application (the same
 	// operation on an instance every time) creates none.
-	cycles := d.Seconds() / 1.44
 	if c := created() - createdBefore; c < max(2, cycles) {
 		t.Errorf("%v of churn (%.0f cycles): %v Services created again, want %.0f at least (%v writes)", d, cycles, c, max(2, cycles), total()-before)
 	}
-	t.Logf("churn %v: %v writes, %v Services created again", d, total()-before, created()-createdBefore)
+	// And so did OUT_OF_SERVICE, as terminating endpoints in watch events.
+	// Each cycle sets 24 instances OUT_OF_SERVICE, for 480 ms each; a
+	// change the coalescing overtakes (the instance cancelled before its
+	// slice's write) is never seen, so the bound is one per cycle.
+	// Counted a moment after the churn: the last writes may be in flight.
+	var oos int64
+	var seen string
+	waitFor(t, 5*time.Second, "OUT_OF_SERVICE seen by a watch as terminating endpoints", func() bool {
+		oos = oosSeen.Load() - oosBefore
+		seen = fmt.Sprintf("%d seen of %d made in %.0f cycles, want %.0f at least", oos, oosMade.Load(), cycles, max(2, cycles))
+		return float64(oos) >= max(2, cycles)
+	}, &seen)
+	t.Logf("churn %v: %.0f cycles (%d and %d steps), %v writes, %v Services created again, %d of %d OUT_OF_SERVICE changes seen by a watch as terminating endpoints",
+		d, cycles, gs[0].steps.Load(), gs[1].steps.Load(), total()-before, created()-createdBefore, oos, oosMade.Load())
 	// Settle: every instance back UP (cancelled first: its override goes).
 	for gi, g := range gs {
 		for a := range 3 {

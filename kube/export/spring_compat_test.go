@@ -3,6 +3,7 @@
 package export
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,8 +41,10 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	// spring-kubernetes' scripts are build-k8s.sh and run-k8s.sh: it is not a
 	// Eureka client, and compat/suite takes every agent with a build.sh for one.
 	for _, a := range []string{"spring-boot3/build.sh", "spring-kubernetes/build-k8s.sh"} {
-		cmd := exec.Command("bash", filepath.Join(agents, a))
-		if b, err := cmd.CombinedOutput(); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+		b, err := exec.CommandContext(ctx, "bash", filepath.Join(agents, a)).CombinedOutput()
+		cancel()
+		if err != nil {
 			t.Fatalf("build %s: %v\n%s", a, err, b)
 		}
 	}
@@ -80,14 +83,17 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 			fmt.Sprintf("--eureka.instance.ip-address=10.244.60.%d", i+1), "--eureka.instance.prefer-ip-address=true")
 	}
 	kport := proctest.Port(t)
-	start("sck", "spring-kubernetes", "run-k8s.sh", []string{"PORT=" + strconv.Itoa(kport), "KUBECONFIG=" + api.Kubeconfig(kubetest.Admin), "NAMESPACE=" + sp.name})
+	sck := start("sck", "spring-kubernetes", "run-k8s.sh", []string{"PORT=" + strconv.Itoa(kport), "KUBECONFIG=" + api.Kubeconfig(kubetest.Admin), "NAMESPACE=" + sp.name})
 
 	type inst struct {
 		Host string
 		Port int
 	}
+	// A request that hangs (the agent accepting before its informers
+	// synced, say) must not outlive the wait it is part of.
+	client := &http.Client{Timeout: 10 * time.Second}
 	list := func(svc string) ([]inst, string) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/instances/%s", kport, svc))
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/instances/%s", kport, svc))
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -99,14 +105,41 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 		}
 		return v, string(b)
 	}
-	var last string
-	waitFor(t, 4*time.Minute, "the DiscoveryClient lists both apps with their ports", func() bool {
+	// consumer waits for the Spring Cloud Kubernetes agent: within d
+	// (2 minutes for its start and first list, less once it lists), and
+	// not at all once it has exited; a failure says what was awaited, what
+	// the agent last answered and the tail of its log, instead of the go
+	// test timeout's goroutine dump.
+	consumer := func(d time.Duration, what string, cond func() (bool, string)) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for {
+			ok, last := cond()
+			switch {
+			case ok:
+				return
+			case sck.Exited():
+				t.Fatalf("Spring Cloud Kubernetes agent exited (%v) before: %s; last answer: %s\n%s", sck.Err(), what, last, proctest.Tail(filepath.Join(out, "sck.log"), 40))
+			case time.Now().After(deadline):
+				t.Fatalf("Spring Cloud Kubernetes agent: %s: not within %v; last answer: %s\n%s", what, d, last, proctest.Tail(filepath.Join(out, "sck.log"), 40))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	consumer(2*time.Minute, "it answers GET /instances (started, its informers synced)", func() (bool, string) {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/instances/orders", kport))
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	consumer(2*time.Minute, "the DiscoveryClient lists both apps with their ports", func() (bool, string) {
 		o, s1 := list("orders")
 		p, s2 := list("payments")
-		last = s1 + " " + s2
 		return len(o) == 1 && o[0].Host == "10.244.60.1" && o[0].Port == ports["orders"] &&
-			len(p) == 1 && p[0].Host == "10.244.60.2" && p[0].Port == ports["payments"]
-	}, &last)
+			len(p) == 1 && p[0].Host == "10.244.60.2" && p[0].Port == ports["payments"], s1 + " " + s2
+	})
 
 	// OUT_OF_SERVICE: serving=false in goreka's EndpointSlice and out of
 	// the Endpoints' ready addresses within 1 s of the status update, and
@@ -130,19 +163,17 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	} else {
 		t.Logf("OUT_OF_SERVICE -> serving=false and out of the Endpoints' ready addresses after %v", d.Round(time.Millisecond))
 	}
-	waitFor(t, 30*time.Second, "OUT_OF_SERVICE orders leaves the list", func() bool {
+	consumer(30*time.Second, "OUT_OF_SERVICE orders leaves the list", func() (bool, string) {
 		o, s := list("orders")
-		last = s
-		return len(o) == 0
-	}, &last)
+		return len(o) == 0, s
+	})
 
 	// Cancelled (the app stops; its Eureka client sends the cancel): gone.
 	if err := apps["payments"].Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Log(err)
 	}
-	waitFor(t, 30*time.Second, "cancelled payments is gone", func() bool {
+	consumer(30*time.Second, "cancelled payments is gone", func() (bool, string) {
 		p, s := list("payments")
-		last = s
-		return len(p) == 0 && sp.svc("payments") == nil
-	}, &last)
+		return len(p) == 0 && sp.svc("payments") == nil, s
+	})
 }
