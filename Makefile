@@ -60,7 +60,7 @@ interop:
 FUZZMINIMIZETIME ?= 2s
 FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compat:FuzzDecodeReplicationList \
 	compat:FuzzDecodeApplications compat:FuzzFastDecoderAgrees server:FuzzRouter cmd/goreka/config:FuzzParse \
-	snapshot:FuzzUnmarshal tlsconf:FuzzPKCS12KeyAliases
+	snapshot:FuzzUnmarshal tlsconf:FuzzPKCS12KeyAliases server:FuzzScanRenewals
 fuzz:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
