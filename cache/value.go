@@ -261,6 +261,12 @@ func (vw *valueWriter) WriteSegment(s *Segment) error {
 	if due.IsZero() {
 		due = s.Built.Add(vw.reuse / 2)
 	}
+	// Whatever the loader says, a segment is due by the age this build may
+	// keep it to, so the AutoExpiration bound (Cache.markAged) does not
+	// rest on each loader's Due coming early enough.
+	if by := s.Built.Add(vw.maxAge); vw.maxAge > 0 && by.Before(due) {
+		due = by
+	}
 	if vw.due.IsZero() || due.Before(vw.due) {
 		vw.due = due
 	}

@@ -221,9 +221,10 @@ var expiredPause func()
 // before it is reached is not produced; one added may be or not) and the
 // runtime supports (no concurrent access: every step of the walk holds the
 // read lock). An id removed and added again meanwhile can be produced twice:
-// the list is deduplicated when sorted. An application removed and
-// registered again meanwhile is walked on in its old map, whose leases are
-// the ones that were current when it was removed.
+// the list is deduplicated when sorted. An application removed meanwhile
+// (its map is dropped only once empty, placeLocked) yields no more leases;
+// registered again, its new map's leases wait for the next walk. Each lease
+// is checked within the hold that produced it.
 //
 // The list is therefore as weakly consistent as Eureka's, which iterates its
 // concurrent map without a lock: an application registered during the walk
@@ -245,6 +246,10 @@ func (r *Registry) Expired(now time.Time, extra time.Duration) []InstanceKey {
 	r.mu.RLock()
 	for _, name := range names {
 		for id, l := range r.apps[name] { // nil: the application left meanwhile
+			seen++
+			if l.expired(now, extra) {
+				out = append(out, InstanceKey{name, id})
+			}
 			if seen >= expiredChunk {
 				// Possibly inside an application: its walk is suspended (above).
 				r.mu.RUnlock()
@@ -253,10 +258,6 @@ func (r *Registry) Expired(now time.Time, extra time.Duration) []InstanceKey {
 				}
 				r.mu.RLock()
 				seen = 0
-			}
-			seen++
-			if l.expired(now, extra) {
-				out = append(out, InstanceKey{name, id})
 			}
 		}
 		ends = append(ends, len(out))
