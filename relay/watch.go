@@ -11,13 +11,17 @@ import (
 	"github.com/goreka/goreka/server/api/wire"
 )
 
-// maxApplyGap bounds the time between two batches of watch events put
-// into the copy, which is otherwise four times the last batch's: a single
-// change goes in at once, while a fleet registering upstream (thousands of
-// events a second) is taken in batches, each one copy of the applications
-// it changed and one notice to the relay's documents, the batches taking
-// at most a fifth of the relay's time.
-const maxApplyGap = 10 * time.Millisecond
+// The time between two batches of watch events put into the copy is
+// applyGapFactor times the last batch's, at most maxApplyGap: a single
+// change after a quiet spell goes in at once, while a fleet registering
+// upstream (thousands of events a second, each relay seeing every one) is
+// taken in batches, each one copy of the applications it changed and one
+// notice to the relay's documents, the batches taking at most a ninth of
+// one core.
+const (
+	applyGapFactor = 8
+	maxApplyGap    = 200 * time.Millisecond
+)
 
 // applyDirect is false only in BenchmarkUpstreamVisibility's comparison
 // with the watch waking a fetch.
@@ -169,7 +173,7 @@ func (r *Relay) applyWatch(ctx context.Context, rm *region.Remote, b *watchBatch
 			default:
 			}
 		}
-		gap := min(4*r.cfg.Now().Sub(start), maxApplyGap)
+		gap := min(applyGapFactor*r.cfg.Now().Sub(start), maxApplyGap)
 		if gap <= 0 {
 			continue
 		}
