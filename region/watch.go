@@ -136,7 +136,8 @@ func overlay(fetched *registry.Applications, ahead map[[2]string]aheadEntry) *re
 	return out
 }
 
-// patch returns a copy of apps with each key of set stored (nil: removed),
+// patch returns a copy of apps (sorted by name and id, as the JSON decoder
+// leaves every fetched document) with each key of set stored (nil: removed),
 // sharing every application it does not change, and the instances that
 // changed (both versions of a modified one). The hash is kept from apps's
 // counts.
@@ -227,24 +228,26 @@ func servedChanges(prev, next *registry.Applications, changed []*registry.Instan
 // appIndex finds instances of a copy by application and id, indexing an
 // application when first asked.
 type appIndex struct {
-	apps *registry.Applications
+	apps map[string]*registry.Application
 	ids  map[string]map[string]*registry.Instance
 }
 
 func indexOf(apps *registry.Applications) *appIndex {
-	return &appIndex{apps: apps, ids: map[string]map[string]*registry.Instance{}}
+	x := &appIndex{apps: map[string]*registry.Application{}, ids: map[string]map[string]*registry.Instance{}}
+	if apps != nil {
+		for i := range apps.Apps {
+			x.apps[apps.Apps[i].Name] = &apps.Apps[i]
+		}
+	}
+	return x
 }
 
 func (x *appIndex) get(k [2]string) *registry.Instance {
-	if x.apps == nil {
-		return nil
-	}
 	m, ok := x.ids[k[0]]
 	if !ok {
-		i, found := slices.BinarySearchFunc(x.apps.Apps, k[0], func(a registry.Application, n string) int { return cmp.Compare(a.Name, n) })
-		if found {
-			m = make(map[string]*registry.Instance, len(x.apps.Apps[i].Instances))
-			for _, v := range x.apps.Apps[i].Instances {
+		if a := x.apps[k[0]]; a != nil {
+			m = make(map[string]*registry.Instance, len(a.Instances))
+			for _, v := range a.Instances {
 				m[v.Instance.ID()] = v.Instance
 			}
 		}
