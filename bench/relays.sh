@@ -93,10 +93,27 @@ done
 nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \
   --concurrency=8 --phases= --server-pid="$CORE_PID" >"$OUT/load-direct.log" 2>&1 &
 PIDS+=("$!")
-for p in "${PIDS[@]:$((RELAYS + 1))}"; do wait "$p"; done
-want=$((RELAYS * CLIENTS + CLIENTS))
-while [ "$(core_registered)" -lt "$want" ]; do sleep 2; done
-log "all $want registered at the core after $(echo "$(date +%s.%N) - $t0" | bc)s; ${SETTLE}s of heartbeats (not measured) while the deltas drop them"
+# A fleet's load that failed some registrations (a connection closed under the load: EOF) is counted
+# and reported, not the end of the run: its other instances are registered, and the phases measure
+# what is there (the missing instances' heartbeats are errors of their own).
+for p in "${PIDS[@]:$((RELAYS + 1))}"; do wait "$p" || true; done
+# reg_errors: registrations the load tools reported failed (goreka-bench: "registration: N errors").
+reg_errors() {
+  cat "$OUT"/load-*.log | sed -n 's/.*registration: \([0-9]*\) errors.*/\1/p' | awk '{ s += $1 } END { printf "%d\n", s }'
+}
+regerr=$(reg_errors)
+[ "$regerr" -gt 0 ] && log "$regerr registrations failed (see $OUT/load-*.log); going on"
+want=$((RELAYS * CLIENTS + CLIENTS - regerr))
+# Until the core has every registration that went through, or none came for 60 s.
+last=-1 stall=0
+while :; do
+  n=$(core_registered)
+  [ "$n" -ge "$want" ] && break
+  if [ "$n" = "$last" ]; then stall=$((stall + 2)); else stall=0 last=$n; fi
+  if [ "$stall" -ge 60 ]; then log "the core stopped at $n of $want registrations; going on"; break; fi
+  sleep 2
+done
+log "$(core_registered) of $want registered at the core after $(echo "$(date +%s.%N) - $t0" | bc)s; ${SETTLE}s of heartbeats (not measured) while the deltas drop them"
 jobs=()
 for k in $(seq 0 "$RELAYS"); do
   url=$(relay_url "$k") prefix=r$k
@@ -106,7 +123,7 @@ for k in $(seq 0 "$RELAYS"); do
   jobs+=("$!")
   PIDS+=("$!")
 done
-for p in "${jobs[@]}"; do wait "$p"; done
+for p in "${jobs[@]}"; do wait "$p" || true; done
 
 log "relayed: $want clients heartbeat every $INTERVAL for $DURATION"
 c0=$(cpu "$CORE_PID") h0=$(core_heartbeats) t0=$(date +%s.%N)
@@ -118,11 +135,11 @@ for k in $(seq 1 "$RELAYS"); do
   jobs+=("$!")
   PIDS+=("$!")
 done
-for p in "${jobs[@]}"; do wait "$p"; done
+for p in "${jobs[@]}"; do wait "$p" || true; done
 sleep "${INTERVAL%s}" # the relays' last aggregated send of the phase
 c1=$(cpu "$CORE_PID") h1=$(core_heartbeats) t1=$(date +%s.%N)
-sent=$(jq -s 'map(.phases.heartbeat.requests) | add' "$OUT"/relayed-r*.json)
-errs=$(jq -s 'map(.phases.heartbeat.errors) | add' "$OUT"/relayed-r*.json)
+sent=$(jq -s 'map(.phases.heartbeat.requests) | add' "$OUT"/relayed-r*.json || echo 0)
+errs=$(jq -s 'map(.phases.heartbeat.errors) | add' "$OUT"/relayed-r*.json || echo 0)
 relayed_cpu=$((c1 - c0)) relayed_req=$((h1 - h0))
 
 log "direct: $CLIENTS clients of the core heartbeat at the same total rate for $DURATION"
@@ -130,10 +147,10 @@ per=$(echo "${INTERVAL%s} $RELAYS" | awk '{printf "%.3f", $1 / $2}')
 c2=$(cpu "$CORE_PID") h2=$(core_heartbeats)
 nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \
   --skip-load --phases=heartbeat --mix-interval="${per}s" --duration="$DURATION" \
-  --json="$OUT/direct.json" >"$OUT/direct.log" 2>&1
+  --json="$OUT/direct.json" >"$OUT/direct.log" 2>&1 || true
 sleep "${INTERVAL%s}" # the same window as the relayed phase's
 c3=$(cpu "$CORE_PID") h3=$(core_heartbeats)
-dsent=$(jq '.phases.heartbeat.requests' "$OUT/direct.json")
+dsent=$(jq '.phases.heartbeat.requests' "$OUT/direct.json" || echo 0)
 direct_cpu=$((c3 - c2)) direct_req=$((h3 - h2))
 
 log "visibility: register at relay 1, read at the core and relays 2..$RELAYS"
@@ -147,6 +164,7 @@ vis=$(jq -r '(.propagation_seconds // []) | map(. * 1000 | round | tostring + " 
 cat <<EOF | tee "$OUT/result.md"
 | relay tier: $RELAYS relays x $CLIENTS clients, heartbeats every $INTERVAL, $DURATION | figure |
 |---|---|
+| registrations (failed, counted by the load tools) | $((RELAYS * CLIENTS + CLIENTS)) ($regerr) |
 | client heartbeats sent to the relays (errors) | $sent ($errs) |
 | heartbeat requests reaching the core | $relayed_req |
 | requests at the core per client heartbeat (target <= 1/50) | 1/$((sent / (relayed_req > 0 ? relayed_req : 1))) |

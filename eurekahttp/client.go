@@ -197,16 +197,25 @@ func (f Fetch) path() string {
 	return "apps/"
 }
 
+// RevisionHeader is the header in which a goreka server names the registry
+// revision a document is exactly (server.RevisionHeader).
+const RevisionHeader = "X-Goreka-Revision"
+
 // GetApplications fetches the full registry or the delta as JSON. Anything
 // but 200 (any 2xx with AcceptAny2xx) is a *StatusError; an undecodable
-// body an ErrBadResponse.
+// body an ErrBadResponse. The document's Revision is the answer's
+// RevisionHeader (a goreka server's registry revision), 0 without one (a
+// stock server, a relay's union documents).
 func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
 	path := f.path()
 	ok := is(http.StatusOK)
 	if c.cfg.AcceptAny2xx {
 		ok = is2xx
 	}
-	code, b, err := c.do(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok)
+	var rev int64
+	code, b, err := c.doWith(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok, nil, nil, func(h http.Header) {
+		rev, _ = strconv.ParseInt(h.Get(RevisionHeader), 10, 64)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +226,7 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 	if err != nil {
 		return nil, fmt.Errorf("GET %s%s: %w: %v", ep.URL, path, ErrBadResponse, err)
 	}
+	apps.Revision = max(rev, 0)
 	return apps, nil
 }
 
@@ -311,14 +321,15 @@ func is2xx(code int) bool { return code >= 200 && code <= 299 }
 // read (at most maxDiscard bytes are dropped): it is returned with a nil
 // body and no error, for the caller's *StatusError.
 func (c *Client) do(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool) (int, []byte, error) {
-	return c.doWith(ctx, ep, method, path, body, gz, limit, accept, nil, nil)
+	return c.doWith(ctx, ep, method, path, body, gz, limit, accept, nil, nil, nil)
 }
 
 // doWith is do with extra request headers and, when sink is not nil, the
 // accepted answer's inflated body handed to sink as it arrives (each read
 // still under the read timeout) instead of being buffered; the returned
-// body is then nil and sink's error is the call's.
-func (c *Client) doWith(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool, hdr http.Header, sink func(io.Reader) error) (int, []byte, error) {
+// body is then nil and sink's error is the call's. onHeader, when not nil,
+// gets the answer's headers.
+func (c *Client) doWith(ctx context.Context, ep Endpoint, method, path string, body []byte, gz bool, limit int64, accept func(int) bool, hdr http.Header, sink func(io.Reader) error, onHeader func(http.Header)) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &watchdog{d: c.cfg.ReadTimeout, cancel: cancel, afterFunc: c.afterFunc}
@@ -388,6 +399,9 @@ func (c *Client) doWith(ctx context.Context, ep Endpoint, method, path string, b
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	if onHeader != nil {
+		onHeader(resp.Header)
+	}
 	var r io.Reader = &timedReader{r: resp.Body, w: w}
 	if !accept(resp.StatusCode) {
 		io.Copy(io.Discard, io.LimitReader(r, maxDiscard))

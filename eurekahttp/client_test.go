@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -557,5 +558,38 @@ func TestRefusedAnswerIsNotRead(t *testing.T) {
 	gz := mustParseURL(t, srv.URL+"/gz/eureka")
 	if _, err := c.GetApplications(ctx, gz, Full); !errors.As(err, &se) || se.Code != 503 {
 		t.Errorf("GET answered 503 and broken gzip: %v, want a *StatusError", err)
+	}
+}
+
+// A goreka server names the revision of a registry document in
+// X-Goreka-Revision; GetApplications returns it as the document's
+// Revision (0 without the header, as from a stock server).
+func TestGetApplicationsRevision(t *testing.T) {
+	var header atomic.Value
+	header.Store("41")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := header.Load().(string); h != "" {
+			w.Header().Set(RevisionHeader, h)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"applications":{"versions__delta":"1","apps__hashcode":"","application":[]}}`)
+	}))
+	defer srv.Close()
+	ep, _ := ParseURL(srv.URL + "/eureka/")
+	c := New(Config{})
+	for _, tc := range []struct {
+		header string
+		want   int64
+	}{{"41", 41}, {"", 0}, {"junk", 0}} {
+		header.Store(tc.header)
+		for _, f := range []Fetch{Full, Delta} {
+			apps, err := c.GetApplications(t.Context(), ep, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if apps.Revision != tc.want {
+				t.Errorf("header %q: Revision %d, want %d", tc.header, apps.Revision, tc.want)
+			}
+		}
 	}
 }

@@ -21,7 +21,7 @@ func (c *Client) StreamApplications(ctx context.Context, ep Endpoint, hdr http.H
 	if c.cfg.AcceptAny2xx {
 		ok = is2xx
 	}
-	code, _, err := c.doWith(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok, hdr, read)
+	code, _, err := c.doWith(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok, hdr, read, nil)
 	if err != nil {
 		return err
 	}

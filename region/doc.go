@@ -5,7 +5,17 @@
 // checking the copy's reconcile hash against the delta's apps__hashcode (a
 // mismatch, or a failed delta, fetches the full registry again). A failed
 // fetch keeps the last good copy. A region is ready once one fetch
-// succeeded; it stays ready.
+// succeeded; it stays ready. A full fetch is bounded by the fetch interval
+// as Eureka's, unless Config.FullFetchTimeout bounds it by its progress
+// instead (a relay's copy of a large core).
+//
+// A relay's copy of a goreka upstream also takes the upstream's watch
+// (watch.go: Remote.Apply): each change goes into the copy served at once,
+// on top of the copy the fetched documents made, ordered by the registry
+// revision the documents name (X-Goreka-Revision) and the watch's; the
+// fetches go on unchanged as the check (deltas apply to the fetched copy,
+// its hash is checked there, a mismatch fetches the full registry), and a
+// change leaves the top once a fetched document holds it.
 //
 // Set holds every remote region and the whitelists
 // (eureka.server.remote-region-app-whitelist); merge.go builds the documents

@@ -40,6 +40,18 @@ type Config struct {
 	// 1 s): the longest wait for the response headers or for the next bytes
 	// of the body, as Java's socket read timeout (eurekahttp).
 	ReadTimeout time.Duration
+	// FullFetchTimeout, when set, bounds a full fetch on its own instead of
+	// the fetch interval (which then bounds the delta alone): a relay's
+	// copy of a large core (118 MB of JSON at 110k instances) takes longer
+	// than an interval on a loaded machine, and an abandoned full fetch is
+	// no copy at all. Such a fetch is bounded by its progress instead:
+	// FullReadTimeout between bytes. 0 (remote regions): the interval
+	// bounds the whole fetch, as Eureka's TimedSupervisorTask.
+	FullFetchTimeout time.Duration
+	// FullReadTimeout is the read timeout of a full fetch (0: ReadTimeout):
+	// the wait for the headers covers the server's build of a full
+	// registry it had not cached.
+	FullReadTimeout time.Duration
 	// DisableDelta is eureka.server.disable-delta-for-remote-regions: every
 	// fetch is a full one.
 	DisableDelta bool
@@ -74,18 +86,31 @@ type Change struct {
 // Remote is one remote region: its copy of the region's registry and the
 // fetch that keeps it.
 type Remote struct {
-	cfg    Config
-	client *eurekahttp.Client
-	ep     eurekahttp.Endpoint // URL without user info, trailing slash; credentials
-	log    *slog.Logger
+	cfg        Config
+	client     *eurekahttp.Client
+	fullClient *eurekahttp.Client  // client with FullReadTimeout
+	ep         eurekahttp.Endpoint // URL without user info, trailing slash; credentials
+	log        *slog.Logger
 	// created is when the Remote was built: staleness counts from it until a
 	// fetch succeeds (Eureka starts timeOfLastSuccessfulRemoteFetch so).
 	created time.Time
 
 	fetchMu sync.Mutex // one fetch at a time
+	// pubMu orders the publishes of fetches and of Apply, and their
+	// OnChange calls.
+	pubMu sync.Mutex
 
-	mu          sync.RWMutex
-	apps        *registry.Applications // the copy; never mutated once published
+	mu sync.RWMutex
+	// apps is the copy served: fetched, with ahead on top; never mutated
+	// once published.
+	apps *registry.Applications
+	// fetched is the copy as the fetched documents made it (Revision: the
+	// last document's, 0 unknown), the one deltas apply to and the
+	// reconcile hash checks.
+	fetched *registry.Applications
+	// ahead are the updates Apply took that no fetched document holds yet
+	// (of a revision above fetched's), by application and id (watch.go).
+	ahead       map[[2]string]aheadEntry
 	delta       *registry.Applications // the last delta (after a full fetch: the full registry, as Eureka)
 	ready       bool
 	gen         int64
@@ -134,7 +159,7 @@ func New(cfg Config) (*Remote, error) {
 	}
 	r.log = r.log.With("component", "region", "region", cfg.Name)
 	r.ep = ep
-	r.client = eurekahttp.New(eurekahttp.Config{
+	ec := eurekahttp.Config{
 		ConnectTimeout: cfg.ConnectTimeout,
 		ReadTimeout:    cfg.ReadTimeout,
 		UserAgent:      cfg.UserAgent,
@@ -145,7 +170,19 @@ func New(cfg Config) (*Remote, error) {
 		AcceptAny2xx: true,
 		HTTPClient:   cfg.HTTPClient,
 		TLSConfigFor: cfg.TLSConfigFor,
-	})
+	}
+	r.client = eurekahttp.New(ec)
+	r.fullClient = r.client
+	if cfg.FullReadTimeout > 0 && cfg.FullReadTimeout != cfg.ReadTimeout {
+		if ec.HTTPClient == nil {
+			// One connection pool for both clients.
+			ec.HTTPClient = eurekahttp.NewHTTPClient(eurekahttp.Config{ConnectTimeout: cfg.ConnectTimeout,
+				IdleConnTimeout: 30 * time.Second, TLSConfigFor: cfg.TLSConfigFor})
+			r.client = eurekahttp.New(ec)
+		}
+		ec.ReadTimeout = cfg.FullReadTimeout
+		r.fullClient = eurekahttp.New(ec)
+	}
 	return r, nil
 }
 
@@ -248,14 +285,26 @@ func nextDelay(cur, interval time.Duration, err error) time.Duration {
 func (r *Remote) FetchOnce(ctx context.Context) error {
 	r.fetchMu.Lock()
 	defer r.fetchMu.Unlock()
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchInterval)
 	defer cancel()
-	cur, curDelta := r.Copy()
+	full := func(cur, curDelta *registry.Applications) error {
+		fctx := ctx
+		if r.cfg.FullFetchTimeout > 0 {
+			c, cancel := context.WithTimeout(outer, r.cfg.FullFetchTimeout)
+			defer cancel()
+			fctx = c
+		}
+		return r.storeFull(fctx, cur, curDelta)
+	}
+	r.mu.RLock()
+	cur, curDelta := r.fetched, r.delta
+	r.mu.RUnlock()
 	var err error
 	if r.cfg.DisableDelta || cur == nil || len(cur.Apps) == 0 {
-		err = r.storeFull(ctx, cur, curDelta)
+		err = full(cur, curDelta)
 	} else {
-		err = r.fetchDelta(ctx, cur, curDelta)
+		err = r.fetchDelta(ctx, cur, curDelta, full)
 	}
 	now := r.cfg.Now()
 	r.mu.Lock()
@@ -274,27 +323,28 @@ func (r *Remote) FetchOnce(ctx context.Context) error {
 	return err
 }
 
-func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications) error {
+func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications, full func(cur, curDelta *registry.Applications) error) error {
 	delta, err := r.get(ctx, eurekahttp.Delta)
 	if err != nil {
 		// Eureka: "The server does not allow the delta revision to be
 		// applied because it is not safe. Hence got the full registry."
 		r.log.Info("delta fetch failed, fetching the full registry", "err", err)
-		return r.storeFull(ctx, cur, curDelta)
+		return full(cur, curDelta)
 	}
 	next, changed := applyDelta(cur, delta)
+	next.Revision = delta.Revision
 	r.publish(next, delta, changed, curDelta)
 	if got := next.ReconcileHashCode(); got != delta.HashCode {
 		r.deltaMismatch.Add(1)
 		r.log.Info("reconcile hash codes differ, fetching the full registry", "local", got, "remote", delta.HashCode)
-		return r.storeFull(ctx, next, delta)
+		return full(next, delta)
 	}
 	r.deltaSuccesses.Add(1)
 	return nil
 }
 
 func (r *Remote) storeFull(ctx context.Context, cur, curDelta *registry.Applications) error {
-	apps, err := r.get(ctx, eurekahttp.Full)
+	apps, err := r.getWith(ctx, r.fullClient, eurekahttp.Full)
 	if err != nil {
 		return err
 	}
@@ -302,12 +352,29 @@ func (r *Remote) storeFull(ctx context.Context, cur, curDelta *registry.Applicat
 	return nil
 }
 
-// publish stores a new copy and delta and tells OnChange.
+// publish stores a new fetched copy and delta, the copy served being it
+// with the updates of later revisions on top (watch.go), and tells
+// OnChange. changed is what changed in the fetched copy.
 func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry.Instance, prevDelta *registry.Applications) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
 	r.mu.Lock()
-	r.apps, r.delta = apps, delta
+	prev := r.apps
+	pruned := r.prune(r.fetched, apps.Revision)
+	served := apps
+	if len(r.ahead) > 0 {
+		served = overlay(apps, r.ahead)
+	}
+	r.fetched, r.apps, r.delta = apps, served, delta
 	r.gen++
+	ahead := len(r.ahead) > 0
 	r.mu.Unlock()
+	if ahead || len(pruned) > 0 {
+		// What changed in the copy served: neither what the updates on
+		// top still hide, nor an update the fetched copy now holds as it
+		// was applied.
+		changed = servedChanges(prev, served, changed, pruned)
+	}
 	// The same delta again (the region's recently-changed queue holds a
 	// change for minutes) changes no document.
 	deltaChanged := len(diff(prevDelta, delta)) > 0
@@ -320,7 +387,11 @@ func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry
 // client asks for it). An instance without an app name takes its
 // application's.
 func (r *Remote) get(ctx context.Context, f eurekahttp.Fetch) (*registry.Applications, error) {
-	apps, err := r.client.GetApplications(ctx, r.ep, f)
+	return r.getWith(ctx, r.client, f)
+}
+
+func (r *Remote) getWith(ctx context.Context, client *eurekahttp.Client, f eurekahttp.Fetch) (*registry.Applications, error) {
+	apps, err := client.GetApplications(ctx, r.ep, f)
 	if err != nil {
 		return nil, err
 	}

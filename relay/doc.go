@@ -33,11 +33,18 @@
 //
 // Reads (union.go). The upstream registry is copied as a remote region is
 // (package region: full, then deltas checked by the reconcile hash, the
-// last good copy kept), optionally only the applications of
-// Config.FetchApps; documents (package document's Upstream) are the union of
-// the local registry and the copy, a local instance replacing the copy's
-// instance of the same id (its own echo), and instances removed locally
-// hidden in the copy until the copy drops them too. Every document's
+// last good copy kept; a full fetch bounded by its progress, not by the
+// fetch interval), optionally only the applications of Config.FetchApps;
+// a goreka upstream's watch (watch.go) puts each of its changes into the
+// copy at once (region.Remote.Apply), the fetches every FetchInterval
+// staying the copy's check, so that a registration at another relay of
+// the same core reaches this relay's clients in milliseconds plus this
+// relay's document rebuild; an upstream whose documents name no revision
+// (a relay) has its watch wake a delta fetch instead. Documents (package
+// document's Upstream) are the union of the local registry and the copy,
+// a local instance replacing the copy's instance of the same id (its own
+// echo), and instances removed locally hidden in the copy until the copy
+// drops them too. Every document's
 // apps__hashcode covers what it serves, the delta's that of the union's
 // full registry, so clients applying deltas stay consistent.
 //

@@ -96,6 +96,18 @@ type Relay struct {
 	lastLog map[string]time.Time // rate-limited warnings, by kind
 }
 
+// A full fetch of the upstream copy is bounded by its progress, not by the
+// fetch interval: at 110k instances a core's registry is 118 MB of JSON,
+// which ten relays fetching at once on a loaded machine did not get
+// within the interval nor within the 5 s read timeout (the core builds an
+// uncached full registry before it answers), and an abandoned full fetch
+// leaves the relay with no copy at all. fullFetchTimeout bounds the whole
+// fetch, fullReadTimeout every wait for bytes of it.
+const (
+	fullFetchTimeout = 10 * time.Minute
+	fullReadTimeout  = 30 * time.Second
+)
+
 // Kinds of upstream.
 const (
 	kindUnknown int32 = iota
@@ -164,6 +176,7 @@ func New(cfg Config, reg *registry.Registry) (*Relay, error) {
 		}
 		rm, err := region.New(region.Config{Name: fmt.Sprintf("upstream-%d", i), URL: raw, FetchInterval: cfg.FetchInterval,
 			ConnectTimeout: cfg.ConnectTimeout, ReadTimeout: cfg.ReadTimeout, GZip: true, UserAgent: "goreka-relay",
+			FullFetchTimeout: fullFetchTimeout, FullReadTimeout: max(cfg.ReadTimeout, fullReadTimeout),
 			HTTPClient: &chc, Now: cfg.Now, Logger: cfg.Logger, OnChange: r.onRemoteChange})
 		if err != nil {
 			return nil, fmt.Errorf("goreka.relay.upstream: %v", err)

@@ -104,7 +104,7 @@ type site struct {
 	relay *Relay
 }
 
-func newSite(t *testing.T, clock *clocktest.Clock, mod func(*Config), upstreams ...string) *site {
+func newSite(t testing.TB, clock *clocktest.Clock, mod func(*Config), upstreams ...string) *site {
 	t.Helper()
 	s := &site{}
 	s.reg = registry.New(registry.Options{Now: clock.Now,

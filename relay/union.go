@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/goreka/goreka/apiclient"
 	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 )
@@ -22,8 +21,10 @@ type upstreamCopy struct {
 	lastSuccess time.Time
 	lastErr     string
 
+	notifyMu sync.Mutex // one OnCopyChange call at a time
+
 	hc      *http.Client  // the upstream calls' client, for the watch
-	wake    chan struct{} // a goreka upstream's watch saw a change: fetch now
+	wake    chan struct{} // a goreka upstream's watch asks for a fetch now
 	changes atomic.Int64  // changes of the copy served (onRemoteChange)
 }
 
@@ -46,11 +47,9 @@ const (
 	watchSwitchCheck = time.Second
 )
 
-// runFetch refreshes the copy every FetchInterval and, for a goreka
-// upstream, soon after its watch shows a change (watchUpstream): the
-// delta and hash stay the one way the copy is kept, the watch only says
-// when to fetch, so a change upstream reaches this relay's clients in
-// well under a second instead of up to a FetchInterval.
+// runFetch refreshes the copy every FetchInterval and, when the watch
+// asks (watchUpstream: its changes could not go into the copy directly,
+// or it resumed from a snapshot), soon after.
 func (r *Relay) runFetch(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -112,89 +111,6 @@ func (r *Relay) runFetch(ctx context.Context) {
 	}
 }
 
-// watchUpstream follows a goreka upstream's watch (GET
-// /goreka/api/v1/watch from the revision it is at) and wakes runFetch on
-// every change of an instance this relay did not send itself (and, with
-// FetchApps, of an app it keeps). A stock upstream, an upstream without
-// the API and a broken stream are tried again every FetchInterval; the
-// timed fetches go on meanwhile.
-func (r *Relay) watchUpstream(ctx context.Context) {
-	for {
-		if k, _ := r.upstreamKind(ctx); k == kindGoreka {
-			if r.watchOnce(ctx) {
-				continue // the relay switched endpoints: watch the new one now
-			}
-		}
-		t := time.NewTimer(r.cfg.FetchInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// watchOnce is one watch of the endpoint in use, until it fails, ctx
-// ends, or the relay switches to another endpoint (switched).
-func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
-	i := r.cur.Load()
-	// The stream of a silently partitioned endpoint can block for minutes
-	// (no answer, no reset) after the fetches failed over to the next one:
-	// the watch ends within a second of the switch and follows it.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		t := time.NewTicker(watchSwitchCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if r.cur.Load() != i {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	defer func() { switched = r.cur.Load() != i }()
-	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc))
-	if err != nil {
-		return
-	}
-	at, err := c.Apps(ctx)
-	if err != nil {
-		return
-	}
-	for ev, err := range c.Watch(ctx, at.Revision) {
-		if err != nil || r.cur.Load() != i {
-			return
-		}
-		if ch := ev.Change; ch != nil && !r.wakesCopy(key{ch.App, ch.ID}) {
-			continue
-		}
-		select {
-		case r.cp.wake <- struct{}{}:
-		default:
-		}
-	}
-	return
-}
-
-// wakesCopy is whether an upstream change of k is news for the copy: not
-// an instance of this relay's own clients (the relay sent it), and one of
-// an app it keeps.
-func (r *Relay) wakesCopy(k key) bool {
-	if r.apps != nil && !r.apps[k.app] {
-		return false
-	}
-	r.fwd.mu.Lock()
-	defer r.fwd.mu.Unlock()
-	return !r.fwd.known[k]
-}
-
 // FetchOnce refreshes the upstream copy from the endpoint in use (the next
 // ones when it does not answer); the last good copy is kept when none
 // does. It returns the last error.
@@ -213,8 +129,8 @@ func (r *Relay) FetchOnce(ctx context.Context) error {
 				r.recent.note(rm, region.Change{Region: rm.Name()}, r.cfg.Now())
 			}
 			r.pruneRemoved()
-			if switched && r.cfg.OnCopyChange != nil {
-				r.cfg.OnCopyChange(region.Change{Region: rm.Name()})
+			if switched {
+				r.copyChanged(region.Change{Region: rm.Name()})
 			}
 			return nil
 		}
@@ -244,9 +160,20 @@ func (r *Relay) onRemoteChange(ch region.Change) {
 		r.recent.note(from, ch, r.cfg.Now())
 		r.cp.changes.Add(1)
 	}
-	if served && r.cfg.OnCopyChange != nil {
-		r.cfg.OnCopyChange(ch)
+	if served {
+		r.copyChanged(ch)
 	}
+}
+
+// copyChanged calls OnCopyChange, one call at a time: the fetches and the
+// watch's changes (watch.go) come from two goroutines.
+func (r *Relay) copyChanged(ch region.Change) {
+	if r.cfg.OnCopyChange == nil {
+		return
+	}
+	r.cp.notifyMu.Lock()
+	defer r.cp.notifyMu.Unlock()
+	r.cfg.OnCopyChange(ch)
 }
 
 // removedRetention bounds how long an instance removed here stays hidden in
@@ -283,8 +210,8 @@ func (r *Relay) pruneRemoved() {
 	if len(expired) > 0 {
 		r.recent.shown(expired, now)
 	}
-	if len(expired) > 0 && r.cfg.OnCopyChange != nil {
-		r.cfg.OnCopyChange(region.Change{Region: "upstream"})
+	if len(expired) > 0 {
+		r.copyChanged(region.Change{Region: "upstream"})
 	}
 }
 
