@@ -31,7 +31,10 @@
 //     answered every response by walking and cloning the stream's whole
 //     subscription (O(names) per stream per change). A change rebuilds
 //     the names of the application it touched, each resource is
-//     marshalled once and its bytes shared by every stream, an index
+//     marshalled once and its bytes shared by every stream (an
+//     assignment as the bytes of its localities, shared by every zone:
+//     a zone changes only their priorities, patched in as it is sent,
+//     render.go), an index
 //     name -> streams wakes only the streams subscribed to it (wildcard
 //     ones without scanning theirs), and each stream's state is kept
 //     across its watches (the router binds each request to its stream),

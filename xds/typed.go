@@ -29,6 +29,8 @@ import (
 //
 //   - each resource is held marshalled, once (entry.any), and the same
 //     bytes go to every stream and response; the messages are not kept;
+//     an assignment is held as its parts (render.go), shared by the
+//     zones' caches, and rendered for its zone as it is sent;
 //   - a stream's state (watcher) outlives its watches: go-control-plane
 //     opens a new watch on every request, and the watcher of a known
 //     stream (router binds the request to its stream) only diffs the
@@ -69,12 +71,56 @@ type typed struct {
 	touched []*watcher
 }
 
+// body is one resource as held: marshalled whole (any), or an
+// assignment's parts (cla, shared by the zones' caches) and the zone it is
+// rendered for (render.go), which it is when sent.
+type body struct {
+	any  *anypb.Any
+	cla  *claBytes
+	zone string
+}
+
+// whole is a as a body.
+func whole(a *anypb.Any) body { return body{any: a} }
+
+// zoned is the body of c for a node in zone.
+func zoned(c *claBytes, zone string) body { return body{cla: c, zone: c.effective(zone)} }
+
+// same tells whether b and c are the same resource's bytes.
+func (b body) same(c body) bool {
+	if b.cla != nil || c.cla != nil {
+		return b.zone == c.zone && b.cla.equal(c.cla)
+	}
+	return bytes.Equal(b.any.GetValue(), c.any.GetValue())
+}
+
 // entry is one resource: marshalled once, with the update that set it.
 type entry struct {
-	any *anypb.Any
+	body
 	ver uint64
-	// delta is its delta form, made on first use and then shared.
+	// delta is its delta form, made on first use and then shared (a whole
+	// resource's only: a rendered one is made per answer).
 	delta *discovery.Resource
+}
+
+// resource is e as sent: its Any, rendered for an assignment's zone.
+func (t *typed) resource(e *entry) *anypb.Any {
+	if e.cla == nil {
+		return e.any
+	}
+	return &anypb.Any{TypeUrl: t.typeURL, Value: e.cla.render(e.zone)}
+}
+
+// deltaOf is e's delta form.
+func (t *typed) deltaOf(name string, e *entry) *discovery.Resource {
+	if e.delta != nil {
+		return e.delta
+	}
+	r := &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: t.resource(e)}
+	if e.cla == nil {
+		e.delta = r
+	}
+	return r
 }
 
 // What a watcher knows the client holds of a name is kept as a mark: 0
@@ -141,6 +187,15 @@ var cacheSeq atomic.Uint64
 
 // newTyped returns the cache of typeURL holding init, at version rev.
 func newTyped(typeURL string, init map[string]*anypb.Any, rev string) *typed {
+	bs := make(map[string]body, len(init))
+	for name, a := range init {
+		bs[name] = whole(a)
+	}
+	return newTypedBodies(typeURL, bs, rev)
+}
+
+// newTypedBodies is newTyped holding bodies.
+func newTypedBodies(typeURL string, init map[string]body, rev string) *typed {
 	t := &typed{
 		typeURL: typeURL, full: cachev3.ResourceRequiresFullStateInSotw(typeURL),
 		prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-",
@@ -149,8 +204,8 @@ func newTyped(typeURL string, init map[string]*anypb.Any, rev string) *typed {
 	}
 	t.cur = t.prefix + "0"
 	t.revs[0] = update{version: rev}
-	for name, a := range init {
-		t.res[name] = &entry{any: a}
+	for name, b := range init {
+		t.res[name] = &entry{body: b}
 	}
 	return t
 }
@@ -173,6 +228,15 @@ func marshalAny(typeURL string, m proto.Message) (*anypb.Any, error) {
 // those of del go. Every stream subscribed to one of those names is
 // marked, and those with an open watch are answered.
 func (t *typed) update(upd map[string]*anypb.Any, del []string, rev string, at time.Time) error {
+	bs := make(map[string]body, len(upd))
+	for name, a := range upd {
+		bs[name] = whole(a)
+	}
+	return t.updateBodies(bs, del, rev, at)
+}
+
+// updateBodies is update with bodies.
+func (t *typed) updateBodies(upd map[string]body, del []string, rev string, at time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n++
@@ -180,8 +244,8 @@ func (t *typed) update(upd map[string]*anypb.Any, del []string, rev string, at t
 	t.cur = t.prefix + strconv.FormatUint(t.n, 10)
 	t.all = nil
 	t.touched = t.touched[:0]
-	for name, a := range upd {
-		t.res[name] = &entry{any: a, ver: t.n}
+	for name, b := range upd {
+		t.res[name] = &entry{body: b, ver: t.n}
 		t.touch(name)
 	}
 	for _, name := range del {
@@ -217,20 +281,20 @@ func (t *typed) touch(name string) {
 }
 
 // holds tells whether the cache holds b as name.
-func (t *typed) holds(name string, b []byte) bool {
+func (t *typed) holds(name string, b body) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.res[name]
-	return e != nil && bytes.Equal(e.any.GetValue(), b)
+	return e != nil && e.same(b)
 }
 
 // snapshot is every resource held, by name.
-func (t *typed) snapshot() map[string]*anypb.Any {
+func (t *typed) snapshot() map[string]body {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]*anypb.Any, len(t.res))
+	out := make(map[string]body, len(t.res))
 	for name, e := range t.res {
-		out[name] = e.any
+		out[name] = e.body
 	}
 	return out
 }
@@ -244,12 +308,12 @@ func (t *typed) pick(names []string) ([]*anypb.Any, string) {
 	if len(names) == 0 {
 		out = make([]*anypb.Any, 0, len(t.res))
 		for _, e := range t.res {
-			out = append(out, e.any)
+			out = append(out, t.resource(e))
 		}
 	}
 	for _, n := range names {
 		if e, ok := t.res[n]; ok {
-			out = append(out, e.any)
+			out = append(out, t.resource(e))
 		}
 	}
 	return out, t.revs[t.n%revisionRing].version
@@ -259,7 +323,13 @@ func (t *typed) pick(names []string) ([]*anypb.Any, string) {
 // cache keeps the bytes only).
 func (t *typed) GetResources() map[string]types.Resource {
 	out := map[string]types.Resource{}
-	for name, a := range t.snapshot() {
+	t.mu.Lock()
+	all := make(map[string]*anypb.Any, len(t.res))
+	for name, e := range t.res {
+		all[name] = t.resource(e)
+	}
+	t.mu.Unlock()
+	for name, a := range all {
 		if m, err := a.UnmarshalNew(); err == nil {
 			out[name] = m
 		}
@@ -625,7 +695,7 @@ func (t *typed) respond(w *watcher) {
 			}
 			for name := range w.names {
 				if e, ok := t.res[name]; ok {
-					list = append(list, e.any)
+					list = append(list, t.resource(e))
 					remember(name, markOf(e))
 				} else {
 					remember(name, 0)
@@ -645,7 +715,7 @@ func (t *typed) respond(w *watcher) {
 				continue
 			}
 			remember(name, markOf(e))
-			list = append(list, e.any)
+			list = append(list, t.resource(e))
 		}
 		w.resetPending()
 		if len(list) == 0 && !w.fresh {
@@ -674,7 +744,7 @@ func (t *typed) everything() []*anypb.Any {
 	if t.all == nil {
 		t.all = make([]*anypb.Any, 0, len(t.res))
 		for _, e := range t.res {
-			t.all = append(t.all, e.any)
+			t.all = append(t.all, t.resource(e))
 		}
 	}
 	return t.all
@@ -692,10 +762,7 @@ func (t *typed) respondDelta(w *watcher) {
 				continue
 			}
 			w.setKnown(name, markOf(e))
-			if e.delta == nil {
-				e.delta = &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: e.any}
-			}
-			out = append(out, e.delta)
+			out = append(out, t.deltaOf(name, e))
 		case known:
 			w.forgetKnown(name)
 			removed = append(removed, name)
