@@ -32,10 +32,17 @@ func (h held) view() registry.LeaseView {
 // default) is one name, and a VIP shared by two applications spans both.
 // It is kept by one goroutine (the namespace's feeder) and read under the
 // namespace's lock.
+//
+// It is kept compact (it holds every instance): each lease is a slot of
+// slots (free ones reused), found by application and id (the id string
+// the instance's own), and a name holds the slot numbers of its
+// instances, not their keys.
 type index struct {
 	rev    int64
-	insts  map[instKey]held
-	byName map[string]map[instKey]struct{}
+	apps   map[string]map[string]int32 // upper-cased app -> instance id -> slot
+	slots  []held                      // in == nil: free
+	free   []int32
+	byName map[string][]int32
 	// expired is the leases the last sweep found past their expiry
 	// (renewals are no events: only a sweep of the registry sees them stop).
 	expired map[instKey]struct{}
@@ -47,7 +54,63 @@ type index struct {
 }
 
 func newIndex() *index {
-	return &index{insts: map[instKey]held{}, byName: map[string]map[instKey]struct{}{}, expired: map[instKey]struct{}{}}
+	return &index{apps: map[string]map[string]int32{}, byName: map[string][]int32{}, expired: map[instKey]struct{}{}}
+}
+
+// slot is k's slot (false: not held).
+func (x *index) slot(k instKey) (int32, bool) {
+	i, ok := x.apps[k.app][k.id]
+	return i, ok
+}
+
+// lookup is what is held of k.
+func (x *index) lookup(k instKey) (held, bool) {
+	if i, ok := x.slot(k); ok {
+		return x.slots[i], true
+	}
+	return held{}, false
+}
+
+// store holds h as k, in k's slot or a new one, and returns the slot.
+func (x *index) store(k instKey, h held) int32 {
+	if i, ok := x.slot(k); ok {
+		x.slots[i] = h
+		return i
+	}
+	var i int32
+	if n := len(x.free); n > 0 {
+		i, x.free = x.free[n-1], x.free[:n-1]
+		x.slots[i] = h
+	} else {
+		i = int32(len(x.slots))
+		x.slots = append(x.slots, h)
+	}
+	ids := x.apps[k.app]
+	if ids == nil {
+		ids = map[string]int32{}
+		x.apps[k.app] = ids
+	}
+	id := k.id
+	if h.in.ID() == id {
+		id = h.in.ID() // the instance's own string, not the event's copy
+	}
+	ids[id] = i
+	return i
+}
+
+// release frees k's slot.
+func (x *index) release(k instKey) {
+	ids := x.apps[k.app]
+	i, ok := ids[k.id]
+	if !ok {
+		return
+	}
+	delete(ids, k.id)
+	if len(ids) == 0 {
+		delete(x.apps, k.app)
+	}
+	x.slots[i] = held{}
+	x.free = append(x.free, i)
 }
 
 // setExpired replaces the expired set with keys and adds the names of the
@@ -58,7 +121,7 @@ func (x *index) setExpired(keys []registry.InstanceKey, touched map[string]struc
 		next[instKey{k.App, k.ID}] = struct{}{}
 	}
 	mark := func(k instKey) {
-		if v, ok := x.insts[k]; ok {
+		if v, ok := x.lookup(k); ok {
 			for _, n := range namesOf(v.in) {
 				touched[n] = struct{}{}
 			}
@@ -103,42 +166,61 @@ func (x *index) apply(e registry.Event, touched map[string]struct{}) {
 		delete(x.expired, k) // gone, or renewed by its registration
 	}
 	if e.Kind.Removal() {
-		x.put(k, nil, touched)
+		x.put(k, nil, held{}, touched)
 		return
 	}
-	x.put(k, e.Lease.Instance, touched)
-	if e.Lease.Instance != nil {
-		x.insts[k] = holdOf(e.Lease)
-	}
+	x.put(k, e.Lease.Instance, holdOf(e.Lease), touched)
 }
 
 // put moves k from the names of its stored instance to those of in (nil:
-// removes it), adding both to touched. The caller stores the lease.
-func (x *index) put(k instKey, in *registry.Instance, touched map[string]struct{}) {
-	if old, ok := x.insts[k]; ok {
-		for _, n := range namesOf(old.in) {
-			touched[n] = struct{}{}
-			if s := x.byName[n]; s != nil {
-				delete(s, k)
-				if len(s) == 0 {
-					delete(x.byName, n)
-				}
-			}
-		}
-		delete(x.insts, k)
+// removes it), holding h for it, adding both to touched.
+func (x *index) put(k instKey, in *registry.Instance, h held, touched map[string]struct{}) {
+	var names []string
+	i, had := x.slot(k)
+	if had {
+		names = namesOf(x.slots[i].in)
 	}
 	if in == nil {
+		for _, n := range names {
+			touched[n] = struct{}{}
+			x.unlink(n, i)
+		}
+		x.release(k)
 		return
 	}
-	for _, n := range namesOf(in) {
+	next := namesOf(in)
+	for _, n := range names {
 		touched[n] = struct{}{}
-		s := x.byName[n]
-		if s == nil {
-			s = map[instKey]struct{}{}
-			x.byName[n] = s
+		if !slices.Contains(next, n) {
+			x.unlink(n, i)
 		}
-		s[k] = struct{}{}
 	}
+	i = x.store(k, h)
+	for _, n := range next {
+		touched[n] = struct{}{}
+		if !had || !slices.Contains(names, n) {
+			x.byName[n] = append(x.byName[n], i)
+		}
+	}
+}
+
+// unlink drops slot i from name's instances.
+func (x *index) unlink(name string, i int32) {
+	s := x.byName[name]
+	j := slices.Index(s, i)
+	if j < 0 {
+		return
+	}
+	s[j] = s[len(s)-1]
+	s = s[:len(s)-1]
+	if len(s) == 0 {
+		delete(x.byName, name)
+		return
+	}
+	if cap(s) > 64 && len(s) < cap(s)/4 {
+		s = slices.Clip(slices.Clone(s)) // a name that shrank gives its room back
+	}
+	x.byName[name] = s
 }
 
 // reset replaces the contents with a view and adds every name of before
@@ -154,8 +236,7 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
 			k := instKey{strings.ToUpper(app.Name), v.Instance.ID()}
-			x.put(k, v.Instance, touched)
-			x.insts[k] = holdOf(v)
+			x.put(k, v.Instance, holdOf(v), touched)
 		}
 	}
 }
@@ -166,8 +247,8 @@ func (x *index) views(name string) []registry.LeaseView {
 	s := x.byName[name]
 	r := x.remote[name]
 	out := make([]registry.LeaseView, 0, len(s)+len(r))
-	for k := range s {
-		out = append(out, x.insts[k].view())
+	for _, i := range s {
+		out = append(out, x.slots[i].view())
 	}
 	return append(out, r...)
 }
