@@ -51,6 +51,9 @@ type index struct {
 	// registry's).
 	remote   map[string][]registry.LeaseView
 	remoteOf map[*registry.Instance]string
+	// table is the server's names: the names of byName are its copies
+	// (nil: none).
+	table *nameTable
 }
 
 func newIndex() *index {
@@ -199,7 +202,11 @@ func (x *index) put(k instKey, in *registry.Instance, h held, touched map[string
 	for _, n := range next {
 		touched[n] = struct{}{}
 		if !had || !slices.Contains(names, n) {
-			x.byName[n] = append(x.byName[n], i)
+			s, ok := x.byName[n]
+			if !ok {
+				n = x.table.add(n)
+			}
+			x.byName[n] = append(s, i)
 		}
 	}
 }
@@ -215,6 +222,7 @@ func (x *index) unlink(name string, i int32) {
 	s = s[:len(s)-1]
 	if len(s) == 0 {
 		delete(x.byName, name)
+		x.table.drop(name)
 		return
 	}
 	if cap(s) > 64 && len(s) < cap(s)/4 {
@@ -228,10 +236,11 @@ func (x *index) unlink(name string, i int32) {
 func (x *index) reset(view *registry.Applications, touched map[string]struct{}) {
 	for n := range x.byName {
 		touched[n] = struct{}{}
+		x.table.drop(n)
 	}
-	expired, remote, remoteOf := x.expired, x.remote, x.remoteOf // kept until the next sweep, the next region change
+	expired, remote, remoteOf, table := x.expired, x.remote, x.remoteOf, x.table // kept until the next sweep, the next region change
 	*x = *newIndex()
-	x.expired, x.remote, x.remoteOf = expired, remote, remoteOf
+	x.expired, x.remote, x.remoteOf, x.table = expired, remote, remoteOf, table
 	x.rev = view.Revision
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
@@ -304,4 +313,11 @@ func (x *index) setRemote(byRegion map[string][]registry.LeaseView, touched map[
 		}
 	}
 	x.remote, x.remoteOf = next, of
+}
+
+// newIndex is an empty index whose names are s's copies.
+func (s *Server) newIndex() *index {
+	x := newIndex()
+	x.table = &s.names
+	return x
 }

@@ -5,7 +5,12 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/goreka/goreka/registry"
 )
@@ -78,5 +83,39 @@ func TestIndexFollowsChanges(t *testing.T) {
 	}
 	if len(x.slots) > 24 {
 		t.Errorf("%d slots for at most 24 instances: freed slots are not reused", len(x.slots))
+	}
+}
+
+// A request's resource names are replaced by the server's one copy of each
+// name a namespace has, before go-control-plane keys its subscription with
+// them; names no namespace has are left alone and not added, and a name is
+// dropped from the table when its last instance goes.
+func TestRequestNamesShareTheServersCopy(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.register(inst("A", "a1", "10.0.0.1"))
+	f.sync()
+	cb := f.s.callbacks()
+	req := &discovery.DiscoveryRequest{Node: node("e-1"), TypeUrl: resource.EndpointType, ResourceNames: []string{strings.Clone("a"), "nope"}}
+	if err := cb.OnStreamRequest(1, req); err != nil {
+		t.Fatal(err)
+	}
+	f.s.names.mu.RLock()
+	want, ok := f.s.names.m["a"]
+	_, added := f.s.names.m["nope"]
+	f.s.names.mu.RUnlock()
+	if !ok || unsafe.StringData(req.ResourceNames[0]) != unsafe.StringData(want.name) {
+		t.Error("the request's name a is not the server's copy")
+	}
+	if added {
+		t.Error("a name no namespace has was added to the table")
+	}
+	if err := f.reg.Cancel("A", "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	f.s.names.mu.RLock()
+	defer f.s.names.mu.RUnlock()
+	if _, ok := f.s.names.m["a"]; ok {
+		t.Error("a is still in the table after its last instance went")
 	}
 }

@@ -59,9 +59,10 @@ type typed struct {
 	cur  string               // prefix + n, the version of the answers of update n
 	revs [revisionRing]update // update i at i % revisionRing
 	res  map[string]*entry
-	// byName is the watchers subscribed to each name, wild the wildcard
-	// ones, streams the watchers of known streams.
-	byName  map[string]map[*watcher]struct{}
+	// ids interns the names the watchers refer to, with the watchers
+	// subscribed to each by name (ids.go); wild is the wildcard ones,
+	// streams the watchers of known streams.
+	ids     *nameIDs
 	wild    map[*watcher]struct{}
 	streams map[streamKey]*watcher
 	// all is every resource at update n (a wildcard SotW answer of a
@@ -69,6 +70,11 @@ type typed struct {
 	all []*anypb.Any
 	// touched is the watchers an update marked (scratch).
 	touched []*watcher
+	// req and dreq are the requests the answers carry: go-control-plane
+	// reads only their type, so that a watcher need not keep its stream's
+	// last request (a SotW one lists every subscribed name).
+	req  *cachev3.Request
+	dreq *cachev3.DeltaRequest
 }
 
 // body is one resource as held: marshalled whole (any), or an
@@ -138,13 +144,11 @@ type watcher struct {
 	key      streamKey
 	keyed    bool // a known stream's: kept across its watches until the stream closes
 	wildcard bool
-	// names is the names subscribed to, each with what the client was sent
-	// of it (a mark; 0: nothing yet): one map for both, as a stream holds
-	// as many names as it subscribes to (2,000 at 100k instances).
-	names map[string]uint64
-	// extra is the marks of names held but not subscribed by name (a
-	// wildcard's), nil until one is.
-	extra map[string]uint64
+	// subState is the names subscribed to by name and what the client
+	// was sent of each name (a mark; 0: nothing yet), subscribed or not
+	// (a wildcard's): by interned id, as a stream holds as many names as
+	// it subscribes to (2,000 at 100k instances).
+	subState
 	// pending is the names changed (or newly subscribed) since the last
 	// answer, to look at on the next one.
 	pending map[string]struct{}
@@ -160,9 +164,7 @@ type watcher struct {
 	redo  bool
 	open  bool
 	fresh bool // answer even when nothing changed (a first request)
-	req   *cachev3.Request
 	ch    chan cachev3.Response
-	dreq  *cachev3.DeltaRequest
 	dch   chan cachev3.DeltaResponse
 	// returned is what a keyed delta stream's server-side subscription
 	// holds as returned resources: the server writes to it on
@@ -200,7 +202,8 @@ func newTypedBodies(typeURL string, init map[string]body, rev string) *typed {
 		typeURL: typeURL, full: cachev3.ResourceRequiresFullStateInSotw(typeURL),
 		prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-",
 		res:    make(map[string]*entry, len(init)),
-		byName: map[string]map[*watcher]struct{}{}, wild: map[*watcher]struct{}{}, streams: map[streamKey]*watcher{},
+		ids:    newNameIDs(), wild: map[*watcher]struct{}{}, streams: map[streamKey]*watcher{},
+		req: &cachev3.Request{TypeUrl: typeURL}, dreq: &cachev3.DeltaRequest{TypeUrl: typeURL},
 	}
 	t.cur = t.prefix + "0"
 	t.revs[0] = update{version: rev}
@@ -272,8 +275,10 @@ func (t *typed) touch(name string) {
 			t.touched = append(t.touched, w)
 		}
 	}
-	for w := range t.byName[name] {
-		mark(w)
+	if id, ok := t.ids.lookup(name); ok {
+		for _, w := range t.ids.subs[id] {
+			mark(w)
+		}
 	}
 	for w := range t.wild {
 		mark(w)
@@ -378,24 +383,28 @@ func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev
 		}
 		w.last = nil
 		t.setWildcard(w, sub.IsWildcard())
-		// After the additions w.names holds every requested name, so the
-		// two sets are equal when their sizes are.
+		// After the additions w holds every requested name, so the two
+		// sets are equal when their sizes are.
 		s := sub.SubscribedResources()
 		for name := range s {
-			if _, ok := w.names[name]; !ok {
+			if !w.subscribedByName(name) {
 				t.register(w, name)
 			}
 		}
-		if len(w.names) != len(s) {
-			for name := range w.names {
+		if w.nsub != len(s) {
+			var gone []string
+			w.subscribedNames(func(name string) {
 				if _, ok := s[name]; !ok {
-					t.unregister(w, name)
+					gone = append(gone, name)
 				}
+			})
+			for _, name := range gone {
+				t.unregister(w, name)
 			}
 		}
 	}
 	v := req.GetVersionInfo()
-	w.req, w.ch, w.dreq, w.dch = req, ch, nil, nil
+	w.ch, w.dch = ch, nil
 	// A new watcher of a known stream knows nothing of what the stream
 	// holds (a reconnect sends the version it had): its first answer goes
 	// out even when nothing changed, so that a resource gone meanwhile (the
@@ -420,7 +429,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 		// The server applied the request's lists to its subscription; the
 		// watcher applies the same lists, not a diff of everything.
 		for _, name := range req.GetResourceNamesSubscribe() {
-			if _, ok := w.names[name]; !ok && name != "*" {
+			if name != "*" && !w.subscribedByName(name) {
 				t.register(w, name)
 			}
 		}
@@ -428,9 +437,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 			if name == "*" {
 				continue
 			}
-			if _, ok := w.names[name]; ok {
-				t.unregister(w, name)
-			}
+			t.unregister(w, name)
 			if !w.wildcard {
 				w.forgetKnown(name) // the client dropped it: nothing to say
 			} else {
@@ -445,7 +452,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 		t.setWildcard(w, sub.IsWildcard())
 		clear(w.returned)
 	}
-	w.req, w.ch, w.dreq, w.dch = nil, nil, req, ch
+	w.ch, w.dch = nil, ch
 	w.fresh = w.wildcard && req.GetResponseNonce() == ""
 	return t.open(w), nil
 }
@@ -462,7 +469,7 @@ func (t *typed) watcherOf(sk streamKey, keyed bool, sub cachev3.Subscription) *w
 // stream's watch), from its subscription: everything it subscribes to and
 // everything it says it holds is pending.
 func (t *typed) newWatcher(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
-	w := &watcher{key: sk, keyed: keyed, names: map[string]uint64{}, pending: map[string]struct{}{}}
+	w := &watcher{key: sk, keyed: keyed, subState: subState{ids: t.ids}, pending: map[string]struct{}{}}
 	for name := range sub.SubscribedResources() {
 		t.register(w, name)
 	}
@@ -492,50 +499,29 @@ func (t *typed) setWildcard(w *watcher, on bool) {
 		return
 	}
 	delete(t.wild, w)
-	for name := range w.extra {
-		w.pending[name] = struct{}{}
-	}
+	w.marked(func(name string, _ uint64) {
+		if !w.subscribedByName(name) {
+			w.pending[name] = struct{}{}
+		}
+	})
 }
 
 func (t *typed) register(w *watcher, name string) {
-	s := t.byName[name]
-	if s == nil {
-		s = map[*watcher]struct{}{}
-		t.byName[name] = s
-	}
-	s[w] = struct{}{}
-	w.names[name] = w.extra[name]
-	delete(w.extra, name)
+	w.subscribe(w, name)
 	w.pending[name] = struct{}{}
 }
 
 // unregister drops name from w's names; it is pending, so that the next
 // answer forgets (delta: removes) it.
 func (t *typed) unregister(w *watcher, name string) {
-	if s := t.byName[name]; s != nil {
-		delete(s, w)
-		if len(s) == 0 {
-			delete(t.byName, name)
-		}
+	if w.unsubscribe(w, name) {
+		w.pending[name] = struct{}{} // its mark, if any, stays
 	}
-	m := w.names[name]
-	delete(w.names, name)
-	if m != 0 {
-		w.setKnown(name, m) // now into extra
-	}
-	w.pending[name] = struct{}{}
 }
 
 // drop removes w from the index.
 func (t *typed) drop(w *watcher) {
-	for name := range w.names {
-		if s := t.byName[name]; s != nil {
-			delete(s, w)
-			if len(s) == 0 {
-				delete(t.byName, name)
-			}
-		}
-	}
+	w.release(w)
 	delete(t.wild, w)
 	if w.keyed && t.streams[w.key] == w {
 		delete(t.streams, w.key)
@@ -574,41 +560,20 @@ func (t *typed) open(w *watcher) func() {
 
 // subscribed tells whether w wants name.
 func (w *watcher) subscribed(name string) bool {
-	if w.wildcard {
-		return true
-	}
-	_, ok := w.names[name]
-	return ok
+	return w.wildcard || w.subscribedByName(name)
 }
 
 // known is the mark of name (false: nothing sent).
 func (w *watcher) known(name string) (uint64, bool) {
-	if m, ok := w.names[name]; ok {
-		return m, m != 0
-	}
-	m, ok := w.extra[name]
-	return m, ok
+	m := w.markFor(name)
+	return m, m != 0
 }
 
-// setKnown records that the client holds mark m of name.
-func (w *watcher) setKnown(name string, m uint64) {
-	if _, ok := w.names[name]; ok {
-		w.names[name] = m
-		return
-	}
-	if w.extra == nil {
-		w.extra = map[string]uint64{}
-	}
-	w.extra[name] = m
-}
+// setKnown records that the client holds mark m (not 0) of name.
+func (w *watcher) setKnown(name string, m uint64) { w.setMark(name, m) }
 
 // forgetKnown records that the client holds nothing of name.
-func (w *watcher) forgetKnown(name string) {
-	if _, ok := w.names[name]; ok {
-		w.names[name] = 0
-	}
-	delete(w.extra, name)
-}
+func (w *watcher) forgetKnown(name string) { w.clearMark(name) }
 
 // resetPending empties w.pending, replacing a map grown large (a first
 // answer's) rather than clearing it on every answer.
@@ -680,20 +645,30 @@ func (t *typed) respond(w *watcher) {
 		}
 		if w.wildcard {
 			list = t.everything()
-			w.extra = make(map[string]uint64, len(t.res))
+			var stale []string
+			w.marked(func(name string, _ uint64) {
+				if _, ok := t.res[name]; !ok {
+					stale = append(stale, name)
+				}
+			})
+			for _, name := range stale {
+				w.forgetKnown(name)
+			}
 			for name, e := range t.res {
 				w.setKnown(name, markOf(e))
 			}
-			for name := range w.names {
-				if _, ok := t.res[name]; !ok {
-					w.names[name] = 0
-				}
-			}
 		} else {
-			for name := range w.extra {
+			var extra, names []string
+			w.marked(func(name string, _ uint64) {
+				if !w.subscribedByName(name) {
+					extra = append(extra, name)
+				}
+			})
+			w.subscribedNames(func(name string) { names = append(names, name) })
+			for _, name := range extra {
 				remember(name, 0)
 			}
-			for name := range w.names {
+			for _, name := range names {
 				if e, ok := t.res[name]; ok {
 					list = append(list, t.resource(e))
 					remember(name, markOf(e))
@@ -723,7 +698,7 @@ func (t *typed) respond(w *watcher) {
 			return
 		}
 	}
-	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
+	r := &sotwResponse{req: t.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
 		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
 	if w.keyed {
 		w.last = r
@@ -772,7 +747,7 @@ func (t *typed) respondDelta(w *watcher) {
 	if len(out) == 0 && len(removed) == 0 && !w.fresh {
 		return
 	}
-	r := &deltaResponse{req: w.dreq, version: t.cur, returned: w.returned,
+	r := &deltaResponse{req: t.dreq, version: t.cur, returned: w.returned,
 		out: &discovery.DeltaDiscoveryResponse{SystemVersionInfo: t.cur, Resources: out, RemovedResources: removed, TypeUrl: t.typeURL}}
 	if !w.keyed {
 		r.returned = t.versionMap(w)
@@ -814,22 +789,14 @@ func (t *typed) entryMark(v string) uint64 {
 // stream's subscription, which is all the state it has for its next
 // watch.
 func (t *typed) versionMap(w *watcher) map[string]string {
-	out := make(map[string]string, len(w.names)+len(w.extra))
-	add := func(name string, m uint64) {
-		switch m {
-		case 0:
-		case foreign:
+	out := map[string]string{}
+	w.marked(func(name string, m uint64) {
+		if m == foreign {
 			out[name] = ""
-		default:
+		} else {
 			out[name] = t.version(m - 1)
 		}
-	}
-	for name, m := range w.names {
-		add(name, m)
-	}
-	for name, m := range w.extra {
-		add(name, m)
-	}
+	})
 	return out
 }
 
