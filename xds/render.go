@@ -2,7 +2,10 @@ package xds
 
 import (
 	"bytes"
+	"compress/flate"
 	"fmt"
+	"io"
+	"sync"
 
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -24,11 +27,20 @@ import (
 // locality its tag, its length and its bytes without priority, followed
 // by field 5 when the priority is not 0: what proto.Marshal writes for the
 // message with those priorities (TestRenderIsTheMarshalledAssignment).
+//
+// The localities' bytes of a large assignment are kept deflated (raw is
+// then their length): endpoints repeat their metadata keys, addresses and
+// host names, and an assignment is read only to be sent.
 type claBytes struct {
 	head []byte // cluster_name, as marshalled
-	buf  []byte // every locality's bytes without its priority, one after the other
+	buf  []byte // every locality's bytes without its priority, one after the other (deflated when raw > 0)
+	raw  uint32
 	locs []locPart
 }
+
+// deflateAbove is the size of localities' bytes past which they are kept
+// deflated.
+const deflateAbove = 1024
 
 // locPart is one locality of a claBytes: where its bytes end in buf, and
 // what its priority depends on.
@@ -60,8 +72,55 @@ func splitCLA(cla *endpoint.ClusterLoadAssignment) (*claBytes, error) {
 		}
 		c.locs = append(c.locs, locPart{end: uint32(len(c.buf)), zone: l.GetLocality().GetZone(), remote: l.GetLocality().GetRegion() != ""})
 	}
+	if len(c.buf) > deflateAbove {
+		if d, err := deflate(c.buf); err == nil && len(d) < len(c.buf) {
+			c.raw, c.buf = uint32(len(c.buf)), d
+			return c, nil
+		}
+	}
 	c.buf = bytes.Clone(c.buf) // no spare capacity kept
 	return c, nil
+}
+
+var (
+	deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }}
+	inflaters sync.Pool // io.ReadCloser implementing flate.Resetter
+)
+
+// deflate is b deflated (deterministic: equal bytes give equal output).
+func deflate(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	out.Grow(len(b) / 3)
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(&out)
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(out.Bytes()), nil
+}
+
+// localities is the localities' bytes, inflated if need be.
+func (c *claBytes) localities() []byte {
+	if c.raw == 0 {
+		return c.buf
+	}
+	src := bytes.NewReader(c.buf)
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(src)
+	} else {
+		_ = r.(flate.Resetter).Reset(src, nil)
+	}
+	defer inflaters.Put(r)
+	out := make([]byte, c.raw)
+	if _, err := io.ReadFull(r, out); err != nil {
+		panic(fmt.Sprintf("xds: inflating an assignment held deflated: %v", err)) // our own bytes
+	}
+	return out
 }
 
 // effective is the zone c is rendered for when a node in zone gets it:
@@ -121,9 +180,10 @@ func (c *claBytes) render(zone string) []byte {
 	}
 	out := make([]byte, 0, size)
 	out = append(out, c.head...)
+	buf := c.localities()
 	start = 0
 	for i, l := range c.locs {
-		body := c.buf[start:l.end]
+		body := buf[start:l.end]
 		p := prio(i)
 		n := len(body)
 		if p != 0 {
@@ -146,7 +206,7 @@ func (c *claBytes) equal(d *claBytes) bool {
 	if c == d {
 		return true
 	}
-	if c == nil || d == nil || len(c.locs) != len(d.locs) || !bytes.Equal(c.head, d.head) || !bytes.Equal(c.buf, d.buf) {
+	if c == nil || d == nil || c.raw != d.raw || len(c.locs) != len(d.locs) || !bytes.Equal(c.head, d.head) || !bytes.Equal(c.buf, d.buf) {
 		return false
 	}
 	for i := range c.locs {

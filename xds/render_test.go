@@ -59,6 +59,22 @@ func TestRenderIsTheMarshalledAssignment(t *testing.T) {
 		}
 	}
 	checkRender(t, "no endpoints", nil, buildOptions{}, "z1")
+
+	// Large: its localities are kept deflated.
+	var many []*registry.Instance
+	for i := range 60 {
+		many = append(many, inst("A", fmt.Sprintf("a%02d", i), fmt.Sprintf("10.0.1.%d", i+1), MetaZone, fmt.Sprintf("z%d", 1+i%3), "version", "v1", "team", "t1"))
+	}
+	big := views(many...)
+	for _, kind := range []Kind{Envoy, GRPC} {
+		parts, err := splitCLA(assignment("a", big, buildOptions{kind: kind}))
+		if err != nil || parts.raw == 0 || len(parts.buf) >= int(parts.raw) {
+			t.Fatalf("%s: 60 endpoints not kept deflated (raw %d, held %d, %v)", kind, parts.raw, len(parts.buf), err)
+		}
+		for _, zone := range []string{"z1", "z2", "z3", ""} {
+			checkRender(t, fmt.Sprintf("%s, 60 endpoints", kind), big, buildOptions{kind: kind}, zone)
+		}
+	}
 }
 
 // FuzzRender: any set of localities (zones, remote regions, weights,
