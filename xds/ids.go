@@ -2,6 +2,7 @@ package xds
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -124,8 +125,11 @@ func (s *subState) markFor(name string) uint64 {
 // setMark records mark m (not 0) of name.
 func (s *subState) setMark(name string, m uint64) {
 	id := s.ids.intern(name)
-	for len(s.marks) <= int(id) {
-		s.marks = append(s.marks, 0)
+	if int(id) >= len(s.marks) {
+		// Sized to the table at once, not grown an id at a time: a
+		// stream's marks cover most of its cache's names.
+		n := len(s.ids.names)
+		s.marks = slices.Grow(s.marks, n-len(s.marks))[:n]
 	}
 	if s.marks[id] == 0 {
 		s.ids.ref(id)

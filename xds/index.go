@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"hash/maphash"
 	"iter"
 	"slices"
 	"strings"
@@ -34,13 +35,16 @@ func (h held) view() registry.LeaseView {
 // namespace's lock.
 //
 // It is kept compact (it holds every instance): each lease is a slot of
-// slots (free ones reused), found by application and id (the id string
-// the instance's own), and a name holds the slot numbers of its
-// instances, not their keys.
+// slots (free ones reused), found by a hash of its key (checked against
+// the slot's instance, so no key strings are kept), and a name holds the
+// slot numbers of its instances, not their keys.
 type index struct {
 	rev    int64
-	apps   map[string]map[string]int32 // upper-cased app -> instance id -> slot
-	slots  []held                      // in == nil: free
+	seed   maphash.Seed
+	byHash map[uint64]int32 // hash of a key -> its slot
+	// clash is the keys whose hash another held key had first (rare).
+	clash  map[instKey]int32
+	slots  []held // in == nil: free
 	free   []int32
 	byName map[string][]int32
 	// expired is the leases the last sweep found past their expiry
@@ -54,15 +58,39 @@ type index struct {
 	// table is the server's names: the names of byName are its copies
 	// (nil: none).
 	table *nameTable
+	// hash replaces hashOf's hash (tests: clashes).
+	hash func(instKey) uint64
 }
 
 func newIndex() *index {
-	return &index{apps: map[string]map[string]int32{}, byName: map[string][]int32{}, expired: map[instKey]struct{}{}}
+	return &index{seed: maphash.MakeSeed(), byHash: map[uint64]int32{}, byName: map[string][]int32{}, expired: map[instKey]struct{}{}}
+}
+
+func (x *index) hashOf(k instKey) uint64 {
+	if x.hash != nil {
+		return x.hash(k)
+	}
+	var h maphash.Hash
+	h.SetSeed(x.seed)
+	h.WriteString(k.app)
+	h.WriteByte(0)
+	h.WriteString(k.id)
+	return h.Sum64()
+}
+
+// is tells whether slot i holds k (an event's App and ID are its
+// instance's; the key's app is upper-cased).
+func (x *index) is(i int32, k instKey) bool {
+	in := x.slots[i].in
+	return in != nil && in.ID() == k.id && strings.EqualFold(in.App, k.app)
 }
 
 // slot is k's slot (false: not held).
 func (x *index) slot(k instKey) (int32, bool) {
-	i, ok := x.apps[k.app][k.id]
+	if i, ok := x.byHash[x.hashOf(k)]; ok && x.is(i, k) {
+		return i, true
+	}
+	i, ok := x.clash[k]
 	return i, ok
 }
 
@@ -88,29 +116,33 @@ func (x *index) store(k instKey, h held) int32 {
 		i = int32(len(x.slots))
 		x.slots = append(x.slots, h)
 	}
-	ids := x.apps[k.app]
-	if ids == nil {
-		ids = map[string]int32{}
-		x.apps[k.app] = ids
+	if hk := x.hashOf(k); !x.taken(hk) {
+		x.byHash[hk] = i
+	} else {
+		if x.clash == nil {
+			x.clash = map[instKey]int32{}
+		}
+		x.clash[k] = i
 	}
-	id := k.id
-	if h.in.ID() == id {
-		id = h.in.ID() // the instance's own string, not the event's copy
-	}
-	ids[id] = i
 	return i
+}
+
+// taken tells whether hash hk is some held key's.
+func (x *index) taken(hk uint64) bool {
+	_, ok := x.byHash[hk]
+	return ok
 }
 
 // release frees k's slot.
 func (x *index) release(k instKey) {
-	ids := x.apps[k.app]
-	i, ok := ids[k.id]
-	if !ok {
+	hk := x.hashOf(k)
+	i, ok := x.byHash[hk]
+	if ok && x.is(i, k) {
+		delete(x.byHash, hk)
+	} else if i, ok = x.clash[k]; ok {
+		delete(x.clash, k)
+	} else {
 		return
-	}
-	delete(ids, k.id)
-	if len(ids) == 0 {
-		delete(x.apps, k.app)
 	}
 	x.slots[i] = held{}
 	x.free = append(x.free, i)

@@ -20,7 +20,16 @@ import (
 // to the instances whose names include it, freed slots are reused, and a
 // touched set names every name whose instances changed.
 func TestIndexFollowsChanges(t *testing.T) {
+	t.Run("hash", func(t *testing.T) { indexFollowsChanges(t, nil) })
+	// Every key clashes with a third of the others.
+	t.Run("clashes", func(t *testing.T) {
+		indexFollowsChanges(t, func(k instKey) uint64 { return uint64(len(k.id) + int(k.id[len(k.id)-1])%3) })
+	})
+}
+
+func indexFollowsChanges(t *testing.T, hash func(instKey) uint64) {
 	x := newIndex()
+	x.hash = hash
 	model := map[instKey]*registry.Instance{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	vips := []string{"", "v1", "v2", "v1,v2", "a"}
@@ -83,6 +92,9 @@ func TestIndexFollowsChanges(t *testing.T) {
 	}
 	if len(x.slots) > 24 {
 		t.Errorf("%d slots for at most 24 instances: freed slots are not reused", len(x.slots))
+	}
+	if hash != nil && len(x.clash) == 0 {
+		t.Error("no key clashed")
 	}
 }
 
