@@ -112,3 +112,22 @@ func FuzzRender(f *testing.F) {
 		checkRender(t, fmt.Sprintf("%d instances, %s", len(vs), kind), vs, buildOptions{kind: kind, remote: remote}, z)
 	})
 }
+
+// BenchmarkRender: one 50-endpoint assignment (the push benchmark's
+// applications) rendered for a zone, as each stream's answer does.
+func BenchmarkRender(b *testing.B) {
+	var ins []*registry.Instance
+	for i := range 50 {
+		ins = append(ins, inst("APP-0001", fmt.Sprintf("APP-0001-%02d", i), fmt.Sprintf("10.0.1.%d", i+1), MetaZone, fmt.Sprintf("z%d", 1+i%2), "version", "v1", "team", "t1"))
+	}
+	parts, err := splitCLA(assignment("app-0001", views(ins...), buildOptions{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		parts.render("z1")
+	}
+	b.ReportMetric(float64(parts.raw), "raw-B")
+	b.ReportMetric(float64(len(parts.buf)), "held-B")
+}
