@@ -17,8 +17,31 @@ type nameIDs struct {
 	ids   map[string]uint32
 	names []string
 	refs  []uint32
-	subs  [][]*watcher // the watchers subscribed to each id by name
+	subs  [][]uint32 // the watchers subscribed to each id by name, by slot
 	free  []uint32
+	// ws is the watchers by slot (nil: free), so that subs holds 4 bytes
+	// per subscription, not a pointer.
+	ws    []*watcher
+	wfree []uint32
+}
+
+// addWatcher gives w a slot.
+func (n *nameIDs) addWatcher(w *watcher) {
+	if k := len(n.wfree); k > 0 {
+		w.slot, n.wfree = n.wfree[k-1], n.wfree[:k-1]
+		n.ws[w.slot] = w
+		return
+	}
+	w.slot = uint32(len(n.ws))
+	n.ws = append(n.ws, w)
+}
+
+// dropWatcher frees w's slot (w holds no subscription any more).
+func (n *nameIDs) dropWatcher(w *watcher) {
+	if int(w.slot) < len(n.ws) && n.ws[w.slot] == w {
+		n.ws[w.slot] = nil
+		n.wfree = append(n.wfree, w.slot)
+	}
 }
 
 func newNameIDs() *nameIDs { return &nameIDs{ids: map[string]uint32{}} }
@@ -162,7 +185,7 @@ func (s *subState) subscribe(w *watcher, name string) bool {
 	s.ids.ref(id)
 	s.sub.add(id)
 	s.nsub++
-	s.ids.subs[id] = append(s.ids.subs[id], w)
+	s.ids.subs[id] = append(s.ids.subs[id], w.slot)
 	return true
 }
 
@@ -176,13 +199,9 @@ func (s *subState) unsubscribe(w *watcher, name string) bool {
 	s.sub.remove(id)
 	s.nsub--
 	ws := s.ids.subs[id]
-	for i, x := range ws {
-		if x == w {
-			ws[i] = ws[len(ws)-1]
-			ws[len(ws)-1] = nil
-			s.ids.subs[id] = ws[:len(ws)-1]
-			break
-		}
+	if i := slices.Index(ws, w.slot); i >= 0 {
+		ws[i] = ws[len(ws)-1]
+		s.ids.subs[id] = ws[:len(ws)-1]
 	}
 	s.ids.unref(id)
 	return true

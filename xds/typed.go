@@ -153,6 +153,7 @@ type watcher struct {
 	// answer, to look at on the next one.
 	pending map[string]struct{}
 	mark    uint64 // the update that last put it in touched
+	slot    uint32 // its number in the cache's name table (ids.go)
 
 	seq uint64 // numbers its watches, so that an old watch's cancel leaves the new one
 	// last is a keyed SotW stream's last answer: the server drops an
@@ -276,8 +277,8 @@ func (t *typed) touch(name string) {
 		}
 	}
 	if id, ok := t.ids.lookup(name); ok {
-		for _, w := range t.ids.subs[id] {
-			mark(w)
+		for _, slot := range t.ids.subs[id] {
+			mark(t.ids.ws[slot])
 		}
 	}
 	for w := range t.wild {
@@ -470,6 +471,7 @@ func (t *typed) watcherOf(sk streamKey, keyed bool, sub cachev3.Subscription) *w
 // everything it says it holds is pending.
 func (t *typed) newWatcher(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
 	w := &watcher{key: sk, keyed: keyed, subState: subState{ids: t.ids}, pending: map[string]struct{}{}}
+	t.ids.addWatcher(w)
 	for name := range sub.SubscribedResources() {
 		t.register(w, name)
 	}
@@ -522,6 +524,7 @@ func (t *typed) unregister(w *watcher, name string) {
 // drop removes w from the index.
 func (t *typed) drop(w *watcher) {
 	w.release(w)
+	t.ids.dropWatcher(w)
 	delete(t.wild, w)
 	if w.keyed && t.streams[w.key] == w {
 		delete(t.streams, w.key)

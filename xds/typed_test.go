@@ -183,6 +183,9 @@ func TestInternedNamesAreFreed(t *testing.T) {
 	if n := len(c.ids.names); n > 21 {
 		t.Errorf("the name table grew to %d slots for at most 21 live names", n)
 	}
+	if n := len(c.ids.ws); n > 2 {
+		t.Errorf("%d watcher slots for at most 2 live streams: freed slots are not reused", n)
+	}
 	c.forget(keep.sk)
 	if n := len(c.ids.ids); n != 0 {
 		t.Errorf("%d names interned with no stream, want 0", n)
