@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -23,6 +24,55 @@ type nameIDs struct {
 	// per subscription, not a pointer.
 	ws    []*watcher
 	wfree []uint32
+	// top is the newest mark there can be (the cache's update counter
+	// + 1): marks are kept in 32 bits, and read back as the newest full
+	// mark with those bits (sweep keeps them all within reach).
+	top uint64
+}
+
+// markPeriod is how far apart two marks with the same 32 bits are: a
+// watcher keeps marks as uint32 (half the bytes of a stream's state),
+// encoded as 1 + m mod markPeriod, MaxUint32 for foreign and 0 for none.
+// A variable for tests.
+var markPeriod uint64 = math.MaxUint32 - 1
+
+const foreign32 = math.MaxUint32
+
+func encodeMark(m uint64) uint32 {
+	if m == foreign {
+		return foreign32
+	}
+	return uint32(m%markPeriod) + 1
+}
+
+// decodeMark is the newest full mark that e stands for: exact while the
+// mark is less than markPeriod updates old, which sweep ensures.
+func (n *nameIDs) decodeMark(e uint32) uint64 {
+	switch e {
+	case 0:
+		return 0
+	case foreign32:
+		return foreign
+	}
+	r := uint64(e - 1)
+	return n.top - (n.top%markPeriod+markPeriod-r)%markPeriod
+}
+
+// sweep turns the marks older than half a period into foreign (the
+// client holds something: sent again when the name changes), so that
+// every mark kept is younger than a period and decodes exactly. The
+// caller runs it every quarter period.
+func (n *nameIDs) sweep() {
+	for _, w := range n.ws {
+		if w == nil {
+			continue
+		}
+		w.subState.known.each(func(id uint32) {
+			if m := n.decodeMark(w.marks[id]); m != foreign && m+markPeriod/2 < n.top {
+				w.marks[id] = foreign32
+			}
+		})
+	}
 }
 
 // addWatcher gives w a slot.
@@ -126,8 +176,8 @@ type subState struct {
 	ids   *nameIDs
 	sub   idSet
 	nsub  int
-	marks []uint64
-	known idSet // the ids with a mark
+	marks []uint32 // encodeMark's
+	known idSet    // the ids with a mark
 }
 
 // subscribedByName tells whether name is subscribed to by name.
@@ -142,7 +192,7 @@ func (s *subState) markFor(name string) uint64 {
 	if !ok || int(id) >= len(s.marks) {
 		return 0
 	}
-	return s.marks[id]
+	return s.ids.decodeMark(s.marks[id])
 }
 
 // setMark records mark m (not 0) of name.
@@ -158,7 +208,7 @@ func (s *subState) setMark(name string, m uint64) {
 		s.ids.ref(id)
 		s.known.add(id)
 	}
-	s.marks[id] = m
+	s.marks[id] = encodeMark(m)
 }
 
 // clearMark records that nothing of name was sent.
@@ -214,7 +264,7 @@ func (s *subState) subscribedNames(f func(string)) {
 
 // marked calls f with each name that has a mark.
 func (s *subState) marked(f func(name string, m uint64)) {
-	s.known.each(func(id uint32) { f(s.ids.names[id], s.marks[id]) })
+	s.known.each(func(id uint32) { f(s.ids.names[id], s.ids.decodeMark(s.marks[id])) })
 }
 
 // release drops every reference s holds (its stream is gone).

@@ -207,6 +207,7 @@ func newTypedBodies(typeURL string, init map[string]body, rev string) *typed {
 		req: &cachev3.Request{TypeUrl: typeURL}, dreq: &cachev3.DeltaRequest{TypeUrl: typeURL},
 	}
 	t.cur = t.prefix + "0"
+	t.ids.top = 1
 	t.revs[0] = update{version: rev}
 	for name, b := range init {
 		t.res[name] = &entry{body: b}
@@ -244,6 +245,10 @@ func (t *typed) updateBodies(upd map[string]body, del []string, rev string, at t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n++
+	t.ids.top = t.n + 1
+	if t.n%(markPeriod/4) == 0 {
+		t.ids.sweep()
+	}
 	t.revs[t.n%revisionRing] = update{rev, at}
 	t.cur = t.prefix + strconv.FormatUint(t.n, 10)
 	t.all = nil
@@ -782,8 +787,8 @@ func (t *typed) entryMark(v string) uint64 {
 		return foreign
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n == foreign-1 {
-		return foreign
+	if err != nil || n == foreign-1 || n > t.n || n+1+markPeriod/2 < t.ids.top {
+		return foreign // not one this cache made, or too old to keep in a mark
 	}
 	return n + 1
 }

@@ -194,3 +194,33 @@ func TestInternedNamesAreFreed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Marks are kept in 32 bits: a mark and one a period later look alike, and
+// the sweep every quarter period turns old ones foreign, so that a name
+// unchanged for a period and then changed is still sent (here with a
+// period of 16 updates; without the sweep its old mark reads as the new
+// resource's and the change is never sent).
+func TestOldMarksDoNotHideAChange(t *testing.T) {
+	defer func(p uint64) { markPeriod = p }(markPeriod)
+	markPeriod = 16
+	c := newTyped(resource.EndpointType, map[string]*anypb.Any{"a": claAny(t, "a", 1), "b": claAny(t, "b", 1)}, "1")
+	s := newSotwStream(t, c, 1, "a", "b")
+	s.take()
+	for i := range 40 {
+		s.watch()
+		port := uint32(2 + i)
+		upd := map[string]*anypb.Any{"a": claAny(t, "a", port)}
+		if c.n+1 == 17 || c.n+1 == 33 { // b's mark (its update 0 + 1) one and two periods on
+			upd = map[string]*anypb.Any{"b": claAny(t, "b", port)}
+		}
+		if err := c.update(upd, nil, strconv.Itoa(i+2), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		got := s.take()
+		for name := range upd {
+			if !slices.Equal(got, []string{name}) {
+				t.Fatalf("update %d of %s: sent %v", c.n, name, got)
+			}
+		}
+	}
+}
