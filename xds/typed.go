@@ -117,12 +117,39 @@ func (t *typed) resource(e *entry) *anypb.Any {
 	return &anypb.Any{TypeUrl: t.typeURL, Value: e.cla.render(e.zone)}
 }
 
+// renderJob is an assignment an answer carries, rendered when the server
+// takes the answer to send it (on the stream's goroutine, outside the
+// cache's lock): its parts are never changed once made.
+type renderJob struct {
+	into *anypb.Any
+	cla  *claBytes
+	zone string
+}
+
+// renders renders an answer's jobs.
+func renders(jobs []renderJob) {
+	for _, j := range jobs {
+		j.into.Value = j.cla.render(j.zone)
+	}
+}
+
+// lazy is e as an answer carries it: a rendered assignment's Any is
+// filled in by jobs when the answer is sent.
+func (t *typed) lazy(e *entry, jobs *[]renderJob) *anypb.Any {
+	if e.cla == nil {
+		return e.any
+	}
+	a := &anypb.Any{TypeUrl: t.typeURL}
+	*jobs = append(*jobs, renderJob{a, e.cla, e.zone})
+	return a
+}
+
 // deltaOf is e's delta form.
-func (t *typed) deltaOf(name string, e *entry) *discovery.Resource {
+func (t *typed) deltaOf(name string, e *entry, jobs *[]renderJob) *discovery.Resource {
 	if e.delta != nil {
 		return e.delta
 	}
-	r := &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: t.resource(e)}
+	r := &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: t.lazy(e, jobs)}
 	if e.cla == nil {
 		e.delta = r
 	}
@@ -609,6 +636,7 @@ func (t *typed) respond(w *watcher) {
 		return
 	}
 	var list []*anypb.Any
+	var jobs []renderJob
 	var undo []mark
 	whole := false
 	// remember records that name's mark becomes m, to be undone if the
@@ -678,7 +706,7 @@ func (t *typed) respond(w *watcher) {
 			}
 			for _, name := range names {
 				if e, ok := t.res[name]; ok {
-					list = append(list, t.resource(e))
+					list = append(list, t.lazy(e, &jobs))
 					remember(name, markOf(e))
 				} else {
 					remember(name, 0)
@@ -698,7 +726,7 @@ func (t *typed) respond(w *watcher) {
 				continue
 			}
 			remember(name, markOf(e))
-			list = append(list, t.resource(e))
+			list = append(list, t.lazy(e, &jobs))
 		}
 		w.resetPending()
 		if len(list) == 0 && !w.fresh {
@@ -706,7 +734,7 @@ func (t *typed) respond(w *watcher) {
 			return
 		}
 	}
-	r := &sotwResponse{req: t.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
+	r := &sotwResponse{req: t.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole, jobs: jobs,
 		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
 	if w.keyed {
 		w.last = r
@@ -736,6 +764,7 @@ func (t *typed) everything() []*anypb.Any {
 func (t *typed) respondDelta(w *watcher) {
 	var out []*discovery.Resource
 	var removed []string
+	var jobs []renderJob
 	for name := range w.pending {
 		e, ok := t.res[name]
 		m, known := w.known(name)
@@ -745,7 +774,7 @@ func (t *typed) respondDelta(w *watcher) {
 				continue
 			}
 			w.setKnown(name, markOf(e))
-			out = append(out, t.deltaOf(name, e))
+			out = append(out, t.deltaOf(name, e, &jobs))
 		case known:
 			w.forgetKnown(name)
 			removed = append(removed, name)
@@ -755,7 +784,7 @@ func (t *typed) respondDelta(w *watcher) {
 	if len(out) == 0 && len(removed) == 0 && !w.fresh {
 		return
 	}
-	r := &deltaResponse{req: t.dreq, version: t.cur, returned: w.returned,
+	r := &deltaResponse{req: t.dreq, version: t.cur, returned: w.returned, jobs: jobs,
 		out: &discovery.DeltaDiscoveryResponse{SystemVersionInfo: t.cur, Resources: out, RemovedResources: removed, TypeUrl: t.typeURL}}
 	if !w.keyed {
 		r.returned = t.versionMap(w)
@@ -843,6 +872,9 @@ type sotwResponse struct {
 	delivered atomic.Bool
 	undo      []mark
 	whole     bool
+	// jobs are the assignments to render into out, once, when sent.
+	jobs   []renderJob
+	render sync.Once
 }
 
 // mark is a name's mark before an answer changed it.
@@ -853,6 +885,7 @@ type mark struct {
 
 func (r *sotwResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, error) {
 	r.delivered.Store(true) // the server calls it as it sends
+	r.render.Do(func() { renders(r.jobs); r.jobs = nil })
 	return r.out, nil
 }
 func (r *sotwResponse) GetRequest() *discovery.DiscoveryRequest            { return r.req }
@@ -868,9 +901,12 @@ type deltaResponse struct {
 	version  string
 	out      *discovery.DeltaDiscoveryResponse
 	returned map[string]string
+	jobs     []renderJob
+	render   sync.Once
 }
 
 func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscoveryResponse, error) {
+	r.render.Do(func() { renders(r.jobs); r.jobs = nil })
 	return r.out, nil
 }
 func (r *deltaResponse) GetSystemVersion() (string, error)       { return r.version, nil }
