@@ -12,18 +12,20 @@ import (
 type instKey struct{ app, id string }
 
 // held is what the index keeps of a lease: what the resources are built
-// from (a LeaseView is ~200 bytes of timestamps xDS does not read).
+// from (a LeaseView is ~200 bytes of timestamps xDS does not read), in 16
+// bytes: the instance, and its revision and down cause in one word.
 type held struct {
-	in   *registry.Instance
-	rev  int64
-	down registry.DownCause
+	in      *registry.Instance
+	revDown uint64 // revision << 8 | down cause
 }
 
-func holdOf(v registry.LeaseView) held { return held{v.Instance, v.Revision, v.DownBy} }
+func holdOf(v registry.LeaseView) held {
+	return held{v.Instance, uint64(v.Revision)<<8 | uint64(v.DownBy)}
+}
 
 // view is h as the lease view build takes.
 func (h held) view() registry.LeaseView {
-	return registry.LeaseView{Instance: h.in, Revision: h.rev, DownBy: h.down}
+	return registry.LeaseView{Instance: h.in, Revision: int64(h.revDown >> 8), DownBy: registry.DownCause(h.revDown)}
 }
 
 // index is a namespace's instances as of a revision, with the names each

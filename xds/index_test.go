@@ -131,3 +131,13 @@ func TestRequestNamesShareTheServersCopy(t *testing.T) {
 		t.Error("a is still in the table after its last instance went")
 	}
 }
+
+// A held lease gives back its instance, revision and down cause.
+func TestHeldKeepsRevisionAndDownCause(t *testing.T) {
+	in := inst("A", "a1", "10.0.0.1")
+	for _, v := range []registry.LeaseView{{Instance: in, Revision: 1<<54 + 3, DownBy: 255}, {Instance: in, Revision: 7}} {
+		if got := holdOf(v).view(); got.Instance != in || got.Revision != v.Revision || got.DownBy != v.DownBy {
+			t.Errorf("held %d/%d, got back %d/%d", v.Revision, v.DownBy, got.Revision, got.DownBy)
+		}
+	}
+}
