@@ -130,7 +130,18 @@ type client struct {
 
 func startClient(t *testing.T, xdsAddr string) *client {
 	t.Helper()
-	bootstrap := fmt.Sprintf(`{"xds_servers":[{"server_uri":%q,"channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],"node":{"id":"interop-client"}}`, xdsAddr)
+	return startClientIn(t, xdsAddr, "")
+}
+
+// startClientIn starts the client subprocess as a node in zone ("": a
+// node that declares no locality).
+func startClientIn(t *testing.T, xdsAddr, zone string) *client {
+	t.Helper()
+	locality := ""
+	if zone != "" {
+		locality = fmt.Sprintf(`,"locality":{"zone":%q}`, zone)
+	}
+	bootstrap := fmt.Sprintf(`{"xds_servers":[{"server_uri":%q,"channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],"node":{"id":"interop-client"%s}}`, xdsAddr, locality)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), clientEnv+"=1", "GRPC_XDS_BOOTSTRAP_CONFIG="+bootstrap)
 	cmd.Stderr = os.Stderr
@@ -313,4 +324,40 @@ func TestGRPCGoResolvesThroughXDS(t *testing.T) {
 	if after := c.call(200); after.Backends["b"] != 0 || after.Errors > 0 {
 		t.Errorf("calls after OUT_OF_SERVICE: %v (errors %d), want all on a", after.Backends, after.Errors)
 	}
+}
+
+// A client that declares its zone stays in it: grpc-go uses the priority 0
+// endpoints (its zone's) only, fails over to the other zone when its own
+// has no healthy endpoint, and comes back when it has one again.
+func TestGRPCGoStaysInItsZone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gRPC client subprocess")
+	}
+	reg, srv := startXDS(t)
+	for _, b := range []struct{ id, zone string }{{"a", "z1"}, {"b", "z2"}, {"c", "z2"}} {
+		in := echoInstance(b.id, echoServer(t, b.id), "")
+		in.Metadata[xds.MetaZone] = b.zone
+		if _, err := reg.Register(in, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startClientIn(t, srv.Addr().String(), "z1")
+	c.until(50, 20*time.Second, func(t tally) bool { return t.Errors == 0 && t.Backends["a"] == 50 })
+	if got := c.call(200); got.Errors > 0 || got.Backends["a"] != 200 {
+		t.Errorf("200 calls from z1 with a (z1) healthy: %v (errors %d, %s), want all on a", got.Backends, got.Errors, got.LastErr)
+	}
+
+	// z1 has no healthy endpoint: the calls go to z2.
+	if err := reg.StatusUpdate("ECHO", "a", registry.StatusOutOfService, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	c.until(50, 20*time.Second, func(t tally) bool {
+		return t.Errors == 0 && t.Backends["a"] == 0 && t.Backends["b"] > 0 && t.Backends["c"] > 0
+	})
+
+	// a is back: the calls return to z1.
+	if err := reg.StatusUpdate("ECHO", "a", registry.StatusUp, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	c.until(50, 20*time.Second, func(t tally) bool { return t.Errors == 0 && t.Backends["a"] == 50 })
 }

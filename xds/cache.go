@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/registry"
@@ -88,10 +87,11 @@ func kindOf(n *core.Node) Kind {
 //
 // Only the assignments depend on the node's zone: the groups of one kind
 // share their kind's clusters, listeners and routes (one cache each, the
-// kindSet's), and a zone's assignment of a name is the zone-less one (the
-// same bytes) unless the name has endpoints in that zone, the only case
-// where zone priority changes it. So a zone costs one EDS cache and the
-// assignments of the names it has endpoints of, not a copy of everything.
+// kindSet's), and a zone's assignment of a name is the zone-less one's
+// parts (the same bytes, render.go) rendered with the zone's priorities
+// when the name has endpoints in that zone, the only case where zone
+// priority changes it. So a zone costs one EDS cache, not a copy of the
+// endpoints.
 //
 // The caches hold the resources marshalled, and are what a push compares
 // a rebuilt resource with: an equal one is not handed to them (a SotW CDS
@@ -192,20 +192,13 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 		return ks.zones[""]
 	}
 	g := &group{key: k, opts: buildOptions{kind: k.kind, zone: k.zone, heldAsUnhealthy: heldAsUnhealthy}, set: ks, caches: maps.Clone(ks.caches)}
-	// The zone's assignments are the zone-less ones (shared) but for the
-	// names with endpoints in the zone, rebuilt with its priorities. A
-	// name that vanished keeps its empty assignment until the tick.
-	o := sp.optsLocked(ks.zones[""].opts)
+	// The zone's assignments are the zone-less ones' parts (shared),
+	// rendered with its priorities for the names with endpoints in the
+	// zone. A name that vanished keeps its empty assignment until the tick.
 	init := ks.zones[""].cache(resource.EndpointType).snapshot()
-	for name := range init {
-		if !sp.idx.known(name) {
-			continue
-		}
-		cla := assignment(name, sp.idx.views(name), o)
-		if z := rezone(cla, k.zone); z != cla {
-			if a, err := marshalAny(resource.EndpointType, z); err == nil {
-				init[name] = a
-			}
+	for name, b := range init {
+		if b.cla != nil {
+			init[name] = zoned(b.cla, k.zone)
 		}
 	}
 	sp.newEDSLocked(g, init)
@@ -215,8 +208,8 @@ func (sp *space) groupFor(k groupKey, heldAsUnhealthy bool) *group {
 }
 
 // newEDSLocked gives g its own EDS cache, holding init.
-func (sp *space) newEDSLocked(g *group, init map[string]*anypb.Any) {
-	t := newTyped(resource.EndpointType, init, sp.versionLocked())
+func (sp *space) newEDSLocked(g *group, init map[string]body) {
+	t := newTypedBodies(resource.EndpointType, init, sp.versionLocked())
 	sp.vers.add(t)
 	g.caches[resource.EndpointType] = t
 }
@@ -228,9 +221,9 @@ func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
 		return ks
 	}
 	ks := &kindSet{kind: kind, caches: map[string]*typed{}, present: map[string]bool{}, zones: map[string]*group{}}
-	init := map[string]map[string]*anypb.Any{}
+	init := map[string]map[string]body{}
 	for _, t := range served {
-		init[t] = map[string]*anypb.Any{}
+		init[t] = map[string]body{}
 	}
 	base := buildOptions{kind: kind, heldAsUnhealthy: heldAsUnhealthy}
 	o := sp.optsLocked(base)
@@ -239,8 +232,8 @@ func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
 		for t, m := range r.each() {
 			// A resource that cannot be marshalled (a string that is not
 			// UTF-8) is left out; the next push of its name says why.
-			if a, err := marshalAny(t, m); err == nil {
-				init[t][name] = a
+			if b, err := bodyOf(t, m); err == nil {
+				init[t][name] = b
 			}
 		}
 		if r.cluster != nil {
@@ -249,7 +242,7 @@ func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
 	}
 	for _, t := range served {
 		if t != resource.EndpointType {
-			ks.caches[t] = newTyped(t, init[t], sp.versionLocked())
+			ks.caches[t] = newTypedBodies(t, init[t], sp.versionLocked())
 			sp.vers.add(ks.caches[t])
 		}
 	}
@@ -258,6 +251,17 @@ func (sp *space) kindSetLocked(kind Kind, heldAsUnhealthy bool) *kindSet {
 	ks.zones[""] = g
 	sp.kinds[kind] = ks
 	return ks
+}
+
+// bodyOf is m as a typed cache holds it: an assignment in parts (one copy
+// for every zone), anything else marshalled whole.
+func bodyOf(typeURL string, m proto.Message) (body, error) {
+	if cla, ok := m.(*endpoint.ClusterLoadAssignment); ok {
+		c, err := splitCLA(cla)
+		return body{cla: c}, err
+	}
+	a, err := marshalAny(typeURL, m)
+	return whole(a), err
 }
 
 // each yields r's resources by type URL.
@@ -305,12 +309,11 @@ func (sp *space) pushLocked(touched map[string]struct{}, at time.Time) (err erro
 // one's bytes where the zone does not change it.
 func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseView, version string, at time.Time) (err error) {
 	base := sp.optsLocked(ks.zones[""].opts)
-	upd := map[string]map[string]*anypb.Any{}
+	upd := map[string]map[string]body{}
 	for _, t := range served {
-		upd[t] = map[string]*anypb.Any{}
+		upd[t] = map[string]body{}
 	}
 	var del []string
-	clas := make(map[string]*endpoint.ClusterLoadAssignment, len(views))
 	for name, vs := range views {
 		r := build(name, vs, base)
 		if r.cluster == nil && ks.present[name] {
@@ -320,16 +323,13 @@ func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseVi
 			ks.present[name] = true
 		}
 		for t, m := range r.each() {
-			a, e := marshalAny(t, m)
+			b, e := bodyOf(t, m)
 			if e != nil {
 				err = errors.Join(err, fmt.Errorf("%s: %w", name, e))
 				continue
 			}
-			if t == resource.EndpointType {
-				clas[name] = r.cla
-				upd[t][name] = a // the zone-less assignment, compared per zone below
-			} else if !ks.caches[t].holds(name, a.GetValue()) {
-				upd[t][name] = a
+			if t == resource.EndpointType || !ks.caches[t].holds(name, b) {
+				upd[t][name] = b // an assignment's parts, rendered and compared per zone below
 			}
 		}
 	}
@@ -346,26 +346,19 @@ func (sp *space) pushKindLocked(ks *kindSet, views map[string][]registry.LeaseVi
 		if len(upd[t]) == 0 && len(d) == 0 {
 			continue
 		}
-		err = errors.Join(err, ks.caches[t].update(upd[t], d, version, at))
+		err = errors.Join(err, ks.caches[t].updateBodies(upd[t], d, version, at))
 	}
 	for zone, g := range ks.zones {
 		c := g.cache(resource.EndpointType)
-		eds := map[string]*anypb.Any{}
-		for name, cla := range clas {
-			a := upd[resource.EndpointType][name]
-			if z := rezone(cla, zone); z != cla {
-				var e error
-				if a, e = marshalAny(resource.EndpointType, z); e != nil {
-					err = errors.Join(err, fmt.Errorf("%s: %w", name, e))
-					continue
-				}
-			}
-			if !c.holds(name, a.GetValue()) {
-				eds[name] = a
+		eds := map[string]body{}
+		for name, b := range upd[resource.EndpointType] {
+			b = zoned(b.cla, zone)
+			if !c.holds(name, b) {
+				eds[name] = b
 			}
 		}
 		if len(eds) > 0 {
-			err = errors.Join(err, c.update(eds, nil, version, at))
+			err = errors.Join(err, c.updateBodies(eds, nil, version, at))
 		}
 	}
 	return err

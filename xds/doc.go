@@ -31,16 +31,27 @@
 //     answered every response by walking and cloning the stream's whole
 //     subscription (O(names) per stream per change). A change rebuilds
 //     the names of the application it touched, each resource is
-//     marshalled once and its bytes shared by every stream, an index
-//     name -> streams wakes only the streams subscribed to it (wildcard
-//     ones without scanning theirs), and each stream's state is kept
-//     across its watches (the router binds each request to its stream),
-//     so that an ACK costs no re-registration. State-of-the-world EDS and
-//     RDS answers carry just the changed resources (the protocol allows
-//     it); CDS and LDS ones every subscribed resource (it requires it). A
-//     request naming one resource (a gRPC client asks for the one
-//     listener it needs) is answered with it, which the snapshot cache in
-//     ADS mode does not do while the snapshot holds others of its type.
+//     marshalled once and its bytes shared by every stream (an
+//     assignment as the bytes of its localities, deflated when large,
+//     shared by every zone: a zone changes only their priorities,
+//     patched in as it is sent, render.go), an index name -> streams
+//     wakes only the streams subscribed to it (wildcard ones without
+//     scanning theirs), and each stream's state is kept across its
+//     watches (the router binds each request to its stream), so that an
+//     ACK costs no re-registration.
+//   - Memory is what the registry's own is compared with (issue 26: xDS
+//     adds at most a quarter): a stream's state is by interned name id
+//     (bitsets and a slice of marks, ids.go), requests' names are
+//     replaced by the server's one copy of each name before
+//     go-control-plane keys its subscription with them, watchers keep no
+//     request, and the index keeps per lease a pointer, a revision and a
+//     down cause in a slot found by a hash of its key (index.go).
+//   - State-of-the-world EDS and RDS answers carry just the changed
+//     resources (the protocol allows it); CDS and LDS ones every
+//     subscribed resource (it requires it). A request naming one resource
+//     (a gRPC client asks for the one listener it needs) is answered with
+//     it, which the snapshot cache in ADS mode does not do while the
+//     snapshot holds others of its type.
 //   - Each attached namespace is fed from its registry's ordered change
 //     stream (registry.Subscribe), as the read API's index is: a view at
 //     subscription, then the events in revision order, batched while they

@@ -281,44 +281,6 @@ func assignment(name string, views []registry.LeaseView, o buildOptions) *endpoi
 	return cla
 }
 
-// rezone is base (a zone-less assignment) as a node in zone gets it: the
-// same localities and endpoints (shared, not copied), with the priorities
-// zone priority gives them (assignment's levels, renumbered without gaps).
-// base itself when no local locality is in zone: then nothing changes.
-func rezone(base *endpoint.ClusterLoadAssignment, zone string) *endpoint.ClusterLoadAssignment {
-	level := func(l *endpoint.LocalityLbEndpoints) uint32 {
-		switch {
-		case l.GetLocality().GetRegion() != "":
-			return 2
-		case l.GetLocality().GetZone() != zone:
-			return 1
-		}
-		return 0
-	}
-	var present [3]bool
-	for _, l := range base.GetEndpoints() {
-		present[level(l)] = true
-	}
-	if zone == "" || !present[0] {
-		return base
-	}
-	var rank [3]uint32
-	for i, n := 0, uint32(0); i < len(present); i++ {
-		rank[i] = n
-		if present[i] {
-			n++
-		}
-	}
-	out := &endpoint.ClusterLoadAssignment{ClusterName: base.GetClusterName(), Endpoints: make([]*endpoint.LocalityLbEndpoints, len(base.GetEndpoints()))}
-	for i, l := range base.GetEndpoints() {
-		out.Endpoints[i] = &endpoint.LocalityLbEndpoints{
-			Locality: l.GetLocality(), LbEndpoints: l.GetLbEndpoints(), LoadBalancingWeight: l.GetLoadBalancingWeight(),
-			Priority: rank[level(l)],
-		}
-	}
-	return out
-}
-
 // dedupe keeps one view per socket address (ip:port), dropping those
 // without one: grpc-go NACKs a whole assignment that lists an address
 // twice, which happens when an instance re-registers under a new id on the

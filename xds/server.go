@@ -101,6 +101,9 @@ type Server struct {
 	resyncs atomic.Int64
 	// vers turns the caches' versions into revisions.
 	vers versions
+	// names holds each name the namespaces have once; requests' names are
+	// replaced by its copies (ids.go).
+	names nameTable
 	// refusals rate-limits the log lines of refused calls.
 	refusals rateLog
 
@@ -165,7 +168,7 @@ func (s *Server) Attach(name string, reg *registry.Registry) {
 		s.log.Error("xds: namespace attached twice; the second registry is not served", "namespace", name)
 		return
 	}
-	sp := &space{name: name, vers: &s.vers, idx: newIndex(), groups: map[groupKey]*group{}, kinds: map[Kind]*kindSet{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
+	sp := &space{name: name, vers: &s.vers, idx: s.newIndex(), groups: map[groupKey]*group{}, kinds: map[Kind]*kindSet{}, vanished: map[string]struct{}{}, due: map[string]struct{}{}}
 	s.spaces[name] = sp
 	// Subscribe before returning, so that no change made after Attach is
 	// missed; the first view is read by the feeder after subscribing. The
@@ -618,6 +621,7 @@ func (s *Server) callbacks() serverv3.Callbacks {
 				s.nack(n, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
 			}
 			s.requested(sk, req.GetTypeUrl(), req.GetVersionInfo(), req.GetResponseNonce(), st)
+			s.names.canon(req.ResourceNames) // before the server keys its subscription with them
 			s.bind(sk, req)
 			return nil
 		},
@@ -633,6 +637,8 @@ func (s *Server) callbacks() serverv3.Callbacks {
 				s.nack(n, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
 			}
 			s.requested(sk, req.GetTypeUrl(), "", req.GetResponseNonce(), st)
+			s.names.canon(req.ResourceNamesSubscribe)
+			s.names.canon(req.ResourceNamesUnsubscribe)
 			s.bind(sk, req)
 			return nil
 		},

@@ -29,6 +29,8 @@ import (
 //
 //   - each resource is held marshalled, once (entry.any), and the same
 //     bytes go to every stream and response; the messages are not kept;
+//     an assignment is held as its parts (render.go), shared by the
+//     zones' caches, and rendered for its zone as it is sent;
 //   - a stream's state (watcher) outlives its watches: go-control-plane
 //     opens a new watch on every request, and the watcher of a known
 //     stream (router binds the request to its stream) only diffs the
@@ -57,9 +59,10 @@ type typed struct {
 	cur  string               // prefix + n, the version of the answers of update n
 	revs [revisionRing]update // update i at i % revisionRing
 	res  map[string]*entry
-	// byName is the watchers subscribed to each name, wild the wildcard
-	// ones, streams the watchers of known streams.
-	byName  map[string]map[*watcher]struct{}
+	// ids interns the names the watchers refer to, with the watchers
+	// subscribed to each by name (ids.go); wild is the wildcard ones,
+	// streams the watchers of known streams.
+	ids     *nameIDs
 	wild    map[*watcher]struct{}
 	streams map[streamKey]*watcher
 	// all is every resource at update n (a wildcard SotW answer of a
@@ -67,14 +70,90 @@ type typed struct {
 	all []*anypb.Any
 	// touched is the watchers an update marked (scratch).
 	touched []*watcher
+	// req and dreq are the requests the answers carry: go-control-plane
+	// reads only their type, so that a watcher need not keep its stream's
+	// last request (a SotW one lists every subscribed name).
+	req  *cachev3.Request
+	dreq *cachev3.DeltaRequest
+}
+
+// body is one resource as held: marshalled whole (any), or an
+// assignment's parts (cla, shared by the zones' caches) and the zone it is
+// rendered for (render.go), which it is when sent.
+type body struct {
+	any  *anypb.Any
+	cla  *claBytes
+	zone string
+}
+
+// whole is a as a body.
+func whole(a *anypb.Any) body { return body{any: a} }
+
+// zoned is the body of c for a node in zone.
+func zoned(c *claBytes, zone string) body { return body{cla: c, zone: c.effective(zone)} }
+
+// same tells whether b and c are the same resource's bytes.
+func (b body) same(c body) bool {
+	if b.cla != nil || c.cla != nil {
+		return b.zone == c.zone && b.cla.equal(c.cla)
+	}
+	return bytes.Equal(b.any.GetValue(), c.any.GetValue())
 }
 
 // entry is one resource: marshalled once, with the update that set it.
 type entry struct {
-	any *anypb.Any
+	body
 	ver uint64
-	// delta is its delta form, made on first use and then shared.
+	// delta is its delta form, made on first use and then shared (a whole
+	// resource's only: a rendered one is made per answer).
 	delta *discovery.Resource
+}
+
+// resource is e as sent: its Any, rendered for an assignment's zone.
+func (t *typed) resource(e *entry) *anypb.Any {
+	if e.cla == nil {
+		return e.any
+	}
+	return &anypb.Any{TypeUrl: t.typeURL, Value: e.cla.render(e.zone)}
+}
+
+// renderJob is an assignment an answer carries, rendered when the server
+// takes the answer to send it (on the stream's goroutine, outside the
+// cache's lock): its parts are never changed once made.
+type renderJob struct {
+	into *anypb.Any
+	cla  *claBytes
+	zone string
+}
+
+// renders renders an answer's jobs.
+func renders(jobs []renderJob) {
+	for _, j := range jobs {
+		j.into.Value = j.cla.render(j.zone)
+	}
+}
+
+// lazy is e as an answer carries it: a rendered assignment's Any is
+// filled in by jobs when the answer is sent.
+func (t *typed) lazy(e *entry, jobs *[]renderJob) *anypb.Any {
+	if e.cla == nil {
+		return e.any
+	}
+	a := &anypb.Any{TypeUrl: t.typeURL}
+	*jobs = append(*jobs, renderJob{a, e.cla, e.zone})
+	return a
+}
+
+// deltaOf is e's delta form.
+func (t *typed) deltaOf(name string, e *entry, jobs *[]renderJob) *discovery.Resource {
+	if e.delta != nil {
+		return e.delta
+	}
+	r := &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: t.lazy(e, jobs)}
+	if e.cla == nil {
+		e.delta = r
+	}
+	return r
 }
 
 // What a watcher knows the client holds of a name is kept as a mark: 0
@@ -92,17 +171,16 @@ type watcher struct {
 	key      streamKey
 	keyed    bool // a known stream's: kept across its watches until the stream closes
 	wildcard bool
-	// names is the names subscribed to, each with what the client was sent
-	// of it (a mark; 0: nothing yet): one map for both, as a stream holds
-	// as many names as it subscribes to (2,000 at 100k instances).
-	names map[string]uint64
-	// extra is the marks of names held but not subscribed by name (a
-	// wildcard's), nil until one is.
-	extra map[string]uint64
+	// subState is the names subscribed to by name and what the client
+	// was sent of each name (a mark; 0: nothing yet), subscribed or not
+	// (a wildcard's): by interned id, as a stream holds as many names as
+	// it subscribes to (2,000 at 100k instances).
+	subState
 	// pending is the names changed (or newly subscribed) since the last
 	// answer, to look at on the next one.
 	pending map[string]struct{}
 	mark    uint64 // the update that last put it in touched
+	slot    uint32 // its number in the cache's name table (ids.go)
 
 	seq uint64 // numbers its watches, so that an old watch's cancel leaves the new one
 	// last is a keyed SotW stream's last answer: the server drops an
@@ -114,9 +192,7 @@ type watcher struct {
 	redo  bool
 	open  bool
 	fresh bool // answer even when nothing changed (a first request)
-	req   *cachev3.Request
 	ch    chan cachev3.Response
-	dreq  *cachev3.DeltaRequest
 	dch   chan cachev3.DeltaResponse
 	// returned is what a keyed delta stream's server-side subscription
 	// holds as returned resources: the server writes to it on
@@ -141,16 +217,27 @@ var cacheSeq atomic.Uint64
 
 // newTyped returns the cache of typeURL holding init, at version rev.
 func newTyped(typeURL string, init map[string]*anypb.Any, rev string) *typed {
+	bs := make(map[string]body, len(init))
+	for name, a := range init {
+		bs[name] = whole(a)
+	}
+	return newTypedBodies(typeURL, bs, rev)
+}
+
+// newTypedBodies is newTyped holding bodies.
+func newTypedBodies(typeURL string, init map[string]body, rev string) *typed {
 	t := &typed{
 		typeURL: typeURL, full: cachev3.ResourceRequiresFullStateInSotw(typeURL),
 		prefix: versionPrefix + strconv.FormatUint(cacheSeq.Add(1), 36) + "-",
 		res:    make(map[string]*entry, len(init)),
-		byName: map[string]map[*watcher]struct{}{}, wild: map[*watcher]struct{}{}, streams: map[streamKey]*watcher{},
+		ids:    newNameIDs(), wild: map[*watcher]struct{}{}, streams: map[streamKey]*watcher{},
+		req: &cachev3.Request{TypeUrl: typeURL}, dreq: &cachev3.DeltaRequest{TypeUrl: typeURL},
 	}
 	t.cur = t.prefix + "0"
+	t.ids.top = 1
 	t.revs[0] = update{version: rev}
-	for name, a := range init {
-		t.res[name] = &entry{any: a}
+	for name, b := range init {
+		t.res[name] = &entry{body: b}
 	}
 	return t
 }
@@ -173,15 +260,28 @@ func marshalAny(typeURL string, m proto.Message) (*anypb.Any, error) {
 // those of del go. Every stream subscribed to one of those names is
 // marked, and those with an open watch are answered.
 func (t *typed) update(upd map[string]*anypb.Any, del []string, rev string, at time.Time) error {
+	bs := make(map[string]body, len(upd))
+	for name, a := range upd {
+		bs[name] = whole(a)
+	}
+	return t.updateBodies(bs, del, rev, at)
+}
+
+// updateBodies is update with bodies.
+func (t *typed) updateBodies(upd map[string]body, del []string, rev string, at time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n++
+	t.ids.top = t.n + 1
+	if t.n%(markPeriod/4) == 0 {
+		t.ids.sweep()
+	}
 	t.revs[t.n%revisionRing] = update{rev, at}
 	t.cur = t.prefix + strconv.FormatUint(t.n, 10)
 	t.all = nil
 	t.touched = t.touched[:0]
-	for name, a := range upd {
-		t.res[name] = &entry{any: a, ver: t.n}
+	for name, b := range upd {
+		t.res[name] = &entry{body: b, ver: t.n}
 		t.touch(name)
 	}
 	for _, name := range del {
@@ -208,8 +308,10 @@ func (t *typed) touch(name string) {
 			t.touched = append(t.touched, w)
 		}
 	}
-	for w := range t.byName[name] {
-		mark(w)
+	if id, ok := t.ids.lookup(name); ok {
+		for _, slot := range t.ids.subs[id] {
+			mark(t.ids.ws[slot])
+		}
 	}
 	for w := range t.wild {
 		mark(w)
@@ -217,20 +319,20 @@ func (t *typed) touch(name string) {
 }
 
 // holds tells whether the cache holds b as name.
-func (t *typed) holds(name string, b []byte) bool {
+func (t *typed) holds(name string, b body) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.res[name]
-	return e != nil && bytes.Equal(e.any.GetValue(), b)
+	return e != nil && e.same(b)
 }
 
 // snapshot is every resource held, by name.
-func (t *typed) snapshot() map[string]*anypb.Any {
+func (t *typed) snapshot() map[string]body {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]*anypb.Any, len(t.res))
+	out := make(map[string]body, len(t.res))
 	for name, e := range t.res {
-		out[name] = e.any
+		out[name] = e.body
 	}
 	return out
 }
@@ -244,12 +346,12 @@ func (t *typed) pick(names []string) ([]*anypb.Any, string) {
 	if len(names) == 0 {
 		out = make([]*anypb.Any, 0, len(t.res))
 		for _, e := range t.res {
-			out = append(out, e.any)
+			out = append(out, t.resource(e))
 		}
 	}
 	for _, n := range names {
 		if e, ok := t.res[n]; ok {
-			out = append(out, e.any)
+			out = append(out, t.resource(e))
 		}
 	}
 	return out, t.revs[t.n%revisionRing].version
@@ -259,7 +361,13 @@ func (t *typed) pick(names []string) ([]*anypb.Any, string) {
 // cache keeps the bytes only).
 func (t *typed) GetResources() map[string]types.Resource {
 	out := map[string]types.Resource{}
-	for name, a := range t.snapshot() {
+	t.mu.Lock()
+	all := make(map[string]*anypb.Any, len(t.res))
+	for name, e := range t.res {
+		all[name] = t.resource(e)
+	}
+	t.mu.Unlock()
+	for name, a := range all {
 		if m, err := a.UnmarshalNew(); err == nil {
 			out[name] = m
 		}
@@ -308,24 +416,28 @@ func (t *typed) watch(sk streamKey, keyed bool, req *cachev3.Request, sub cachev
 		}
 		w.last = nil
 		t.setWildcard(w, sub.IsWildcard())
-		// After the additions w.names holds every requested name, so the
-		// two sets are equal when their sizes are.
+		// After the additions w holds every requested name, so the two
+		// sets are equal when their sizes are.
 		s := sub.SubscribedResources()
 		for name := range s {
-			if _, ok := w.names[name]; !ok {
+			if !w.subscribedByName(name) {
 				t.register(w, name)
 			}
 		}
-		if len(w.names) != len(s) {
-			for name := range w.names {
+		if w.nsub != len(s) {
+			var gone []string
+			w.subscribedNames(func(name string) {
 				if _, ok := s[name]; !ok {
-					t.unregister(w, name)
+					gone = append(gone, name)
 				}
+			})
+			for _, name := range gone {
+				t.unregister(w, name)
 			}
 		}
 	}
 	v := req.GetVersionInfo()
-	w.req, w.ch, w.dreq, w.dch = req, ch, nil, nil
+	w.ch, w.dch = ch, nil
 	// A new watcher of a known stream knows nothing of what the stream
 	// holds (a reconnect sends the version it had): its first answer goes
 	// out even when nothing changed, so that a resource gone meanwhile (the
@@ -350,7 +462,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 		// The server applied the request's lists to its subscription; the
 		// watcher applies the same lists, not a diff of everything.
 		for _, name := range req.GetResourceNamesSubscribe() {
-			if _, ok := w.names[name]; !ok && name != "*" {
+			if name != "*" && !w.subscribedByName(name) {
 				t.register(w, name)
 			}
 		}
@@ -358,9 +470,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 			if name == "*" {
 				continue
 			}
-			if _, ok := w.names[name]; ok {
-				t.unregister(w, name)
-			}
+			t.unregister(w, name)
 			if !w.wildcard {
 				w.forgetKnown(name) // the client dropped it: nothing to say
 			} else {
@@ -375,7 +485,7 @@ func (t *typed) watchDelta(sk streamKey, keyed bool, req *cachev3.DeltaRequest, 
 		t.setWildcard(w, sub.IsWildcard())
 		clear(w.returned)
 	}
-	w.req, w.ch, w.dreq, w.dch = nil, nil, req, ch
+	w.ch, w.dch = nil, ch
 	w.fresh = w.wildcard && req.GetResponseNonce() == ""
 	return t.open(w), nil
 }
@@ -392,7 +502,8 @@ func (t *typed) watcherOf(sk streamKey, keyed bool, sub cachev3.Subscription) *w
 // stream's watch), from its subscription: everything it subscribes to and
 // everything it says it holds is pending.
 func (t *typed) newWatcher(sk streamKey, keyed bool, sub cachev3.Subscription) *watcher {
-	w := &watcher{key: sk, keyed: keyed, names: map[string]uint64{}, pending: map[string]struct{}{}}
+	w := &watcher{key: sk, keyed: keyed, subState: subState{ids: t.ids}, pending: map[string]struct{}{}}
+	t.ids.addWatcher(w)
 	for name := range sub.SubscribedResources() {
 		t.register(w, name)
 	}
@@ -422,50 +533,30 @@ func (t *typed) setWildcard(w *watcher, on bool) {
 		return
 	}
 	delete(t.wild, w)
-	for name := range w.extra {
-		w.pending[name] = struct{}{}
-	}
+	w.marked(func(name string, _ uint64) {
+		if !w.subscribedByName(name) {
+			w.pending[name] = struct{}{}
+		}
+	})
 }
 
 func (t *typed) register(w *watcher, name string) {
-	s := t.byName[name]
-	if s == nil {
-		s = map[*watcher]struct{}{}
-		t.byName[name] = s
-	}
-	s[w] = struct{}{}
-	w.names[name] = w.extra[name]
-	delete(w.extra, name)
+	w.subscribe(w, name)
 	w.pending[name] = struct{}{}
 }
 
 // unregister drops name from w's names; it is pending, so that the next
 // answer forgets (delta: removes) it.
 func (t *typed) unregister(w *watcher, name string) {
-	if s := t.byName[name]; s != nil {
-		delete(s, w)
-		if len(s) == 0 {
-			delete(t.byName, name)
-		}
+	if w.unsubscribe(w, name) {
+		w.pending[name] = struct{}{} // its mark, if any, stays
 	}
-	m := w.names[name]
-	delete(w.names, name)
-	if m != 0 {
-		w.setKnown(name, m) // now into extra
-	}
-	w.pending[name] = struct{}{}
 }
 
 // drop removes w from the index.
 func (t *typed) drop(w *watcher) {
-	for name := range w.names {
-		if s := t.byName[name]; s != nil {
-			delete(s, w)
-			if len(s) == 0 {
-				delete(t.byName, name)
-			}
-		}
-	}
+	w.release(w)
+	t.ids.dropWatcher(w)
 	delete(t.wild, w)
 	if w.keyed && t.streams[w.key] == w {
 		delete(t.streams, w.key)
@@ -504,41 +595,20 @@ func (t *typed) open(w *watcher) func() {
 
 // subscribed tells whether w wants name.
 func (w *watcher) subscribed(name string) bool {
-	if w.wildcard {
-		return true
-	}
-	_, ok := w.names[name]
-	return ok
+	return w.wildcard || w.subscribedByName(name)
 }
 
 // known is the mark of name (false: nothing sent).
 func (w *watcher) known(name string) (uint64, bool) {
-	if m, ok := w.names[name]; ok {
-		return m, m != 0
-	}
-	m, ok := w.extra[name]
-	return m, ok
+	m := w.markFor(name)
+	return m, m != 0
 }
 
-// setKnown records that the client holds mark m of name.
-func (w *watcher) setKnown(name string, m uint64) {
-	if _, ok := w.names[name]; ok {
-		w.names[name] = m
-		return
-	}
-	if w.extra == nil {
-		w.extra = map[string]uint64{}
-	}
-	w.extra[name] = m
-}
+// setKnown records that the client holds mark m (not 0) of name.
+func (w *watcher) setKnown(name string, m uint64) { w.setMark(name, m) }
 
 // forgetKnown records that the client holds nothing of name.
-func (w *watcher) forgetKnown(name string) {
-	if _, ok := w.names[name]; ok {
-		w.names[name] = 0
-	}
-	delete(w.extra, name)
-}
+func (w *watcher) forgetKnown(name string) { w.clearMark(name) }
 
 // resetPending empties w.pending, replacing a map grown large (a first
 // answer's) rather than clearing it on every answer.
@@ -566,6 +636,7 @@ func (t *typed) respond(w *watcher) {
 		return
 	}
 	var list []*anypb.Any
+	var jobs []renderJob
 	var undo []mark
 	whole := false
 	// remember records that name's mark becomes m, to be undone if the
@@ -610,22 +681,32 @@ func (t *typed) respond(w *watcher) {
 		}
 		if w.wildcard {
 			list = t.everything()
-			w.extra = make(map[string]uint64, len(t.res))
+			var stale []string
+			w.marked(func(name string, _ uint64) {
+				if _, ok := t.res[name]; !ok {
+					stale = append(stale, name)
+				}
+			})
+			for _, name := range stale {
+				w.forgetKnown(name)
+			}
 			for name, e := range t.res {
 				w.setKnown(name, markOf(e))
 			}
-			for name := range w.names {
-				if _, ok := t.res[name]; !ok {
-					w.names[name] = 0
-				}
-			}
 		} else {
-			for name := range w.extra {
+			var extra, names []string
+			w.marked(func(name string, _ uint64) {
+				if !w.subscribedByName(name) {
+					extra = append(extra, name)
+				}
+			})
+			w.subscribedNames(func(name string) { names = append(names, name) })
+			for _, name := range extra {
 				remember(name, 0)
 			}
-			for name := range w.names {
+			for _, name := range names {
 				if e, ok := t.res[name]; ok {
-					list = append(list, e.any)
+					list = append(list, t.lazy(e, &jobs))
 					remember(name, markOf(e))
 				} else {
 					remember(name, 0)
@@ -645,7 +726,7 @@ func (t *typed) respond(w *watcher) {
 				continue
 			}
 			remember(name, markOf(e))
-			list = append(list, e.any)
+			list = append(list, t.lazy(e, &jobs))
 		}
 		w.resetPending()
 		if len(list) == 0 && !w.fresh {
@@ -653,7 +734,7 @@ func (t *typed) respond(w *watcher) {
 			return
 		}
 	}
-	r := &sotwResponse{req: w.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole,
+	r := &sotwResponse{req: t.req, version: t.cur, returned: noneReturned, undo: undo, whole: whole, jobs: jobs,
 		out: &discovery.DiscoveryResponse{VersionInfo: t.cur, Resources: list, TypeUrl: t.typeURL}}
 	if w.keyed {
 		w.last = r
@@ -674,7 +755,7 @@ func (t *typed) everything() []*anypb.Any {
 	if t.all == nil {
 		t.all = make([]*anypb.Any, 0, len(t.res))
 		for _, e := range t.res {
-			t.all = append(t.all, e.any)
+			t.all = append(t.all, t.resource(e))
 		}
 	}
 	return t.all
@@ -683,6 +764,7 @@ func (t *typed) everything() []*anypb.Any {
 func (t *typed) respondDelta(w *watcher) {
 	var out []*discovery.Resource
 	var removed []string
+	var jobs []renderJob
 	for name := range w.pending {
 		e, ok := t.res[name]
 		m, known := w.known(name)
@@ -692,10 +774,7 @@ func (t *typed) respondDelta(w *watcher) {
 				continue
 			}
 			w.setKnown(name, markOf(e))
-			if e.delta == nil {
-				e.delta = &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: e.any}
-			}
-			out = append(out, e.delta)
+			out = append(out, t.deltaOf(name, e, &jobs))
 		case known:
 			w.forgetKnown(name)
 			removed = append(removed, name)
@@ -705,7 +784,7 @@ func (t *typed) respondDelta(w *watcher) {
 	if len(out) == 0 && len(removed) == 0 && !w.fresh {
 		return
 	}
-	r := &deltaResponse{req: w.dreq, version: t.cur, returned: w.returned,
+	r := &deltaResponse{req: t.dreq, version: t.cur, returned: w.returned, jobs: jobs,
 		out: &discovery.DeltaDiscoveryResponse{SystemVersionInfo: t.cur, Resources: out, RemovedResources: removed, TypeUrl: t.typeURL}}
 	if !w.keyed {
 		r.returned = t.versionMap(w)
@@ -737,8 +816,8 @@ func (t *typed) entryMark(v string) uint64 {
 		return foreign
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n == foreign-1 {
-		return foreign
+	if err != nil || n == foreign-1 || n > t.n || n+1+markPeriod/2 < t.ids.top {
+		return foreign // not one this cache made, or too old to keep in a mark
 	}
 	return n + 1
 }
@@ -747,22 +826,14 @@ func (t *typed) entryMark(v string) uint64 {
 // stream's subscription, which is all the state it has for its next
 // watch.
 func (t *typed) versionMap(w *watcher) map[string]string {
-	out := make(map[string]string, len(w.names)+len(w.extra))
-	add := func(name string, m uint64) {
-		switch m {
-		case 0:
-		case foreign:
+	out := map[string]string{}
+	w.marked(func(name string, m uint64) {
+		if m == foreign {
 			out[name] = ""
-		default:
+		} else {
 			out[name] = t.version(m - 1)
 		}
-	}
-	for name, m := range w.names {
-		add(name, m)
-	}
-	for name, m := range w.extra {
-		add(name, m)
-	}
+	})
 	return out
 }
 
@@ -801,6 +872,9 @@ type sotwResponse struct {
 	delivered atomic.Bool
 	undo      []mark
 	whole     bool
+	// jobs are the assignments to render into out, once, when sent.
+	jobs   []renderJob
+	render sync.Once
 }
 
 // mark is a name's mark before an answer changed it.
@@ -811,6 +885,7 @@ type mark struct {
 
 func (r *sotwResponse) GetDiscoveryResponse() (*discovery.DiscoveryResponse, error) {
 	r.delivered.Store(true) // the server calls it as it sends
+	r.render.Do(func() { renders(r.jobs); r.jobs = nil })
 	return r.out, nil
 }
 func (r *sotwResponse) GetRequest() *discovery.DiscoveryRequest            { return r.req }
@@ -826,9 +901,12 @@ type deltaResponse struct {
 	version  string
 	out      *discovery.DeltaDiscoveryResponse
 	returned map[string]string
+	jobs     []renderJob
+	render   sync.Once
 }
 
 func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscoveryResponse, error) {
+	r.render.Do(func() { renders(r.jobs); r.jobs = nil })
 	return r.out, nil
 }
 func (r *deltaResponse) GetSystemVersion() (string, error)       { return r.version, nil }

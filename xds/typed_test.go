@@ -2,6 +2,7 @@ package xds
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,5 +154,73 @@ func TestReconnectAfterTheLastResourceWentIsAnswered(t *testing.T) {
 		}
 	default:
 		t.Fatal("the reconnected stream got no answer: its client keeps the listener that is gone")
+	}
+}
+
+// Names interned for a stream's state are freed when no stream refers to
+// them: a client subscribing to ever new names and dropping them (or
+// closing its stream) does not grow the cache's name table.
+func TestInternedNamesAreFreed(t *testing.T) {
+	c := newTyped(resource.EndpointType, map[string]*anypb.Any{"a": claAny(t, "a", 1)}, "1")
+	keep := newSotwStream(t, c, 1, "a")
+	keep.take()
+	for i := range 50 {
+		var ns []string
+		for j := range 20 {
+			ns = append(ns, "n"+strconv.Itoa(i*20+j))
+		}
+		s := newSotwStream(t, c, int64(2+i), append(ns, "a")...)
+		s.take()
+		s.names = []string{"a"} // drops the 20 names
+		s.sub = stream.NewSotwSubscription(s.names, true)
+		s.watch()
+		s.take()
+		c.forget(s.sk)
+	}
+	if n := len(c.ids.ids); n != 1 {
+		t.Errorf("%d names interned with one stream subscribed to a, want 1", n)
+	}
+	if n := len(c.ids.names); n > 21 {
+		t.Errorf("the name table grew to %d slots for at most 21 live names", n)
+	}
+	if n := len(c.ids.ws); n > 2 {
+		t.Errorf("%d watcher slots for at most 2 live streams: freed slots are not reused", n)
+	}
+	c.forget(keep.sk)
+	if n := len(c.ids.ids); n != 0 {
+		t.Errorf("%d names interned with no stream, want 0", n)
+	}
+	if err := c.update(map[string]*anypb.Any{"a": claAny(t, "a", 2)}, nil, "2", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Marks are kept in 32 bits: a mark and one a period later look alike, and
+// the sweep every quarter period turns old ones foreign, so that a name
+// unchanged for a period and then changed is still sent (here with a
+// period of 16 updates; without the sweep its old mark reads as the new
+// resource's and the change is never sent).
+func TestOldMarksDoNotHideAChange(t *testing.T) {
+	defer func(p uint64) { markPeriod = p }(markPeriod)
+	markPeriod = 16
+	c := newTyped(resource.EndpointType, map[string]*anypb.Any{"a": claAny(t, "a", 1), "b": claAny(t, "b", 1)}, "1")
+	s := newSotwStream(t, c, 1, "a", "b")
+	s.take()
+	for i := range 40 {
+		s.watch()
+		port := uint32(2 + i)
+		upd := map[string]*anypb.Any{"a": claAny(t, "a", port)}
+		if c.n+1 == 17 || c.n+1 == 33 { // b's mark (its update 0 + 1) one and two periods on
+			upd = map[string]*anypb.Any{"b": claAny(t, "b", port)}
+		}
+		if err := c.update(upd, nil, strconv.Itoa(i+2), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		got := s.take()
+		for name := range upd {
+			if !slices.Equal(got, []string{name}) {
+				t.Fatalf("update %d of %s: sent %v", c.n, name, got)
+			}
+		}
 	}
 }
