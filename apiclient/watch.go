@@ -25,6 +25,10 @@ type Event struct {
 	Change   *wire.Change
 	Snapshot *wire.Snapshot
 	Lagged   *wire.Lagged
+
+	// Epoch is the server's X-Goreka-Epoch on the connection the event came
+	// on (its registry's sequence of revisions; empty from an older server).
+	Epoch string
 }
 
 // StreamError ends a watch whose stream broke or ended: Err is what broke
@@ -71,7 +75,7 @@ func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error]
 				yield(Event{}, err)
 				return
 			}
-			next, more := c.events(ctx, resp.Body, &since, yield)
+			next, more := c.events(ctx, resp.Body, resp.Header.Get(wire.EpochHeader), &since, yield)
 			resp.Body.Close()
 			if !more {
 				return
@@ -85,7 +89,7 @@ func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error]
 // resume from after a lagged event and true, or false when the watch ends
 // (the consumer stopped, or the error was yielded). last is the last
 // revision delivered.
-func (c *Client) events(ctx context.Context, body io.Reader, last *int64, yield func(Event, error) bool) (resume int64, more bool) {
+func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last *int64, yield func(Event, error) bool) (resume int64, more bool) {
 	fail := func(ev Event, err error) (int64, bool) {
 		if cerr := ctx.Err(); cerr != nil && err == nil {
 			err = cerr
@@ -97,7 +101,7 @@ func (c *Client) events(ctx context.Context, body io.Reader, last *int64, yield 
 	}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	var ev Event
+	ev := Event{Epoch: epoch}
 	var data strings.Builder
 	for sc.Scan() {
 		line := sc.Text()
@@ -124,7 +128,7 @@ func (c *Client) events(ctx context.Context, body io.Reader, last *int64, yield 
 					return ev.Lagged.Revision, true
 				}
 			}
-			ev = Event{}
+			ev = Event{Epoch: epoch}
 			data.Reset()
 		}
 	}

@@ -201,11 +201,15 @@ func (f Fetch) path() string {
 // revision a document is exactly (server.RevisionHeader).
 const RevisionHeader = "X-Goreka-Revision"
 
+// EpochHeader names the sequence RevisionHeader counts in (server.EpochHeader).
+const EpochHeader = "X-Goreka-Epoch"
+
 // GetApplications fetches the full registry or the delta as JSON. Anything
 // but 200 (any 2xx with AcceptAny2xx) is a *StatusError; an undecodable
 // body an ErrBadResponse. The document's Revision is the answer's
 // RevisionHeader (a goreka server's registry revision), 0 without one (a
-// stock server, a relay's union documents).
+// stock server, a relay's union documents), and its Epoch the answer's
+// EpochHeader (the sequence the revision counts in).
 func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*registry.Applications, error) {
 	path := f.path()
 	ok := is(http.StatusOK)
@@ -213,8 +217,10 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 		ok = is2xx
 	}
 	var rev int64
+	var epoch string
 	code, b, err := c.doWith(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok, nil, nil, func(h http.Header) {
 		rev, _ = strconv.ParseInt(h.Get(RevisionHeader), 10, 64)
+		epoch = h.Get(EpochHeader)
 	})
 	if err != nil {
 		return nil, err
@@ -227,6 +233,9 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 		return nil, fmt.Errorf("GET %s%s: %w: %v", ep.URL, path, ErrBadResponse, err)
 	}
 	apps.Revision = max(rev, 0)
+	if apps.Revision > 0 {
+		apps.Epoch = epoch
+	}
 	return apps, nil
 }
 

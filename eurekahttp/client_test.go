@@ -571,6 +571,7 @@ func TestGetApplicationsRevision(t *testing.T) {
 		if h := header.Load().(string); h != "" {
 			w.Header().Set(RevisionHeader, h)
 		}
+		w.Header().Set(EpochHeader, "e1")
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"applications":{"versions__delta":"1","apps__hashcode":"","application":[]}}`)
 	}))
@@ -589,6 +590,10 @@ func TestGetApplicationsRevision(t *testing.T) {
 			}
 			if apps.Revision != tc.want {
 				t.Errorf("header %q: Revision %d, want %d", tc.header, apps.Revision, tc.want)
+			}
+			// The epoch names the revision's sequence: none without a revision.
+			if want := map[bool]string{true: "e1", false: ""}[tc.want > 0]; apps.Epoch != want {
+				t.Errorf("header %q: Epoch %q, want %q", tc.header, apps.Epoch, want)
 			}
 		}
 	}

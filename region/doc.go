@@ -12,7 +12,10 @@
 // A relay's copy of a goreka upstream also takes the upstream's watch
 // (watch.go: Remote.Apply): each change goes into the copy served at once,
 // on top of the copy the fetched documents made, ordered by the registry
-// revision the documents name (X-Goreka-Revision) and the watch's; the
+// revision the documents name (X-Goreka-Revision) and the watch's, within
+// one epoch (X-Goreka-Epoch, registry.Epoch: two servers behind one
+// address, or one restarted, count revisions apart, and a watch of another
+// epoch than the documents' wakes a fetch instead); the
 // fetches go on unchanged as the check (deltas apply to the fetched copy,
 // its hash is checked there, a mismatch fetches the full registry), and a
 // change leaves the top once a fetched document holds it.

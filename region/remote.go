@@ -332,7 +332,7 @@ func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applica
 		return full(cur, curDelta)
 	}
 	next, changed := applyDelta(cur, delta)
-	next.Revision = delta.Revision
+	next.Revision, next.Epoch = delta.Revision, delta.Epoch
 	r.publish(next, delta, changed, curDelta)
 	if got := next.ReconcileHashCode(); got != delta.HashCode {
 		r.deltaMismatch.Add(1)
@@ -360,7 +360,7 @@ func (r *Remote) publish(apps, delta *registry.Applications, changed []*registry
 	defer r.pubMu.Unlock()
 	r.mu.Lock()
 	prev := r.apps
-	pruned := r.prune(r.fetched, apps.Revision)
+	pruned := r.prune(r.fetched, apps)
 	served := apps
 	if len(r.ahead) > 0 {
 		served = overlay(apps, r.ahead)

@@ -63,12 +63,16 @@ func (r *Remote) Revision() int64 {
 // Updates of revisions the fetched copy holds already are skipped. Apply
 // returns false, and applies nothing, while the copy has no revision to
 // order updates against (no fetch yet, or documents without
-// X-Goreka-Revision): the caller then fetches instead.
-func (r *Remote) Apply(ups []Update) bool {
+// X-Goreka-Revision), or when epoch, the sequence the updates' revisions
+// count in (the watch's X-Goreka-Epoch), is not the fetched copy's (the
+// watch and the fetches reached two servers behind one address, or a
+// restarted one): revisions of two sequences do not compare, so the caller
+// fetches instead.
+func (r *Remote) Apply(epoch string, ups []Update) bool {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	r.mu.Lock()
-	if r.fetched == nil || r.fetched.Revision <= 0 {
+	if r.fetched == nil || r.fetched.Revision <= 0 || epoch == "" || epoch != r.fetched.Epoch {
 		r.mu.Unlock()
 		return false
 	}
@@ -108,12 +112,17 @@ func (r *Remote) Apply(ups []Update) bool {
 	return true
 }
 
-// prune drops the updates a document of revision rev holds (all of them
-// when rev is 0 or older than prev's, the last document's) and returns
-// their keys. r.mu is held.
-func (r *Remote) prune(prev *registry.Applications, rev int64) [][2]string {
+// prune drops the updates the document doc holds (those of its revision
+// or older) and returns their keys: all of them when doc has no revision or
+// counts in another epoch than the updates (they were taken under prev's,
+// the last document's: a restarted server, or another one behind the same
+// address). A document older than the last of the same epoch (an unread
+// full registry, kept up to an update interval, after a newer delta) keeps
+// the updates newer than it on top. r.mu is held.
+func (r *Remote) prune(prev, doc *registry.Applications) [][2]string {
 	var out [][2]string
-	all := rev <= 0 || prev != nil && rev < prev.Revision
+	rev := doc.Revision
+	all := rev <= 0 || doc.Epoch == "" || prev != nil && prev.Epoch != doc.Epoch
 	for k, e := range r.ahead {
 		if all || e.rev <= rev {
 			delete(r.ahead, k)
@@ -286,4 +295,32 @@ func normalized(in *registry.Instance) registry.Instance {
 		c.DataCenterInfo.Metadata = nil
 	}
 	return c
+}
+
+// Reset drops every update Apply put on top of the fetched copy (the
+// watch's revisions broke: its server no longer had the copy's revision,
+// restarted, or lost its history), so that the copy served is the fetched
+// documents' alone until the next fetch, which the caller wakes.
+func (r *Remote) Reset() {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	r.mu.Lock()
+	if len(r.ahead) == 0 || r.fetched == nil {
+		r.mu.Unlock()
+		return
+	}
+	prev := r.apps
+	var pruned [][2]string
+	for k := range r.ahead {
+		pruned = append(pruned, k)
+	}
+	clear(r.ahead)
+	r.apps = r.fetched
+	r.gen++
+	served := r.apps
+	r.mu.Unlock()
+	changed := servedChanges(prev, served, nil, pruned)
+	if r.cfg.OnChange != nil && len(changed) > 0 {
+		r.cfg.OnChange(Change{Region: r.cfg.Name, Instances: changed})
+	}
 }

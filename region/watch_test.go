@@ -27,6 +27,7 @@ type docServer struct {
 	mu          sync.Mutex
 	full, delta *registry.Applications
 	noRevision  bool          // answer without X-Goreka-Revision (a stock server, a relay)
+	otherEpoch  string        // answer as another server (its epoch) behind the same address
 	badHash     bool          // the delta's apps__hashcode is wrong
 	piece       time.Duration // a full body arrives 4 KiB per piece (0: at once)
 	fulls       int
@@ -37,6 +38,15 @@ func newDocServer() *docServer {
 	d := &docServer{reg: registry.New(registry.Options{})}
 	d.publish()
 	return d
+}
+
+// epoch is the server's registry's epoch (eurekahttp.EpochHeader), or
+// another one's when it stands for a second server behind one address.
+func (d *docServer) epoch() string {
+	if d.otherEpoch != "" {
+		return d.otherEpoch
+	}
+	return d.reg.Epoch()
 }
 
 func (d *docServer) publish() {
@@ -66,6 +76,7 @@ func (d *docServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := http.Header{"Content-Type": {"application/json"}}
 	if !d.noRevision {
 		h.Set(eurekahttp.RevisionHeader, strconv.FormatInt(apps.Revision, 10))
+		h.Set(eurekahttp.EpochHeader, d.epoch())
 	}
 	piece := d.piece
 	if req.URL.Path != "/eureka/apps/" {
@@ -172,7 +183,7 @@ func TestApplyPutsUpdatesAheadOfTheDocuments(t *testing.T) {
 	d.register(t, "CORE", "c1")
 	d.publish()
 	r, ch := newWatchedRemote(t, d, nil)
-	if r.Apply([]Update{d.register(t, "CORE", "early")}) {
+	if r.Apply(d.reg.Epoch(), []Update{d.register(t, "CORE", "early")}) {
 		t.Fatal("Apply took an update before any fetch (no revision to order it against)")
 	}
 	d.cancel(t, "CORE", "early")
@@ -187,7 +198,7 @@ func TestApplyPutsUpdatesAheadOfTheDocuments(t *testing.T) {
 	ch.take()
 
 	u := d.register(t, "CORE", "c2")
-	if !r.Apply([]Update{u}) {
+	if !r.Apply(d.reg.Epoch(), []Update{u}) {
 		t.Fatal("Apply refused an update after a fetch")
 	}
 	if got := idsOf(r); !slices.Equal(got, []string{"CORE/c1", "CORE/c2"}) {
@@ -233,7 +244,7 @@ func TestApplyPutsUpdatesAheadOfTheDocuments(t *testing.T) {
 	}
 
 	// A cancel; an update of a revision the copy holds is skipped.
-	if !r.Apply([]Update{d.cancel(t, "CORE", "c2"), u}) {
+	if !r.Apply(d.reg.Epoch(), []Update{d.cancel(t, "CORE", "c2"), u}) {
 		t.Fatal("Apply refused")
 	}
 	if got := idsOf(r); !slices.Equal(got, []string{"CORE/c1"}) {
@@ -267,7 +278,7 @@ func TestApplyStopsWithoutRevisions(t *testing.T) {
 	if err := r.FetchOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Apply([]Update{d.register(t, "CORE", "c2")}) {
+	if !r.Apply(d.reg.Epoch(), []Update{d.register(t, "CORE", "c2")}) {
 		t.Fatal("Apply refused")
 	}
 	d.reg.Cancel("CORE", "c2", false) // the watch's cancel is lost
@@ -281,7 +292,7 @@ func TestApplyStopsWithoutRevisions(t *testing.T) {
 	if got := idsOf(r); !slices.Equal(got, []string{"CORE/c1"}) {
 		t.Fatalf("copy after a document without a revision: %v (an update stayed on top)", got)
 	}
-	if r.Apply([]Update{d.register(t, "CORE", "c3")}) || r.Revision() != 0 {
+	if r.Apply(d.reg.Epoch(), []Update{d.register(t, "CORE", "c3")}) || r.Revision() != 0 {
 		t.Fatalf("Apply took an update with documents of no revision (Revision %d)", r.Revision())
 	}
 }
@@ -348,8 +359,78 @@ func BenchmarkApply(b *testing.B) {
 						Status: registry.StatusUp, DataCenterInfo: registry.DataCenterInfo{Name: registry.DataCenterMyOwn}}
 					ups[j] = Update{Revision: rev, App: in.App, ID: in.InstanceID, View: registry.LeaseView{Instance: in}}
 				}
-				r.Apply(ups)
+				r.Apply(d.reg.Epoch(), ups)
 			}
 		})
+	}
+}
+
+// Revisions compare only within one epoch (X-Goreka-Epoch): updates of
+// another server's sequence are refused (the caller fetches), a document of
+// another epoch drops what is on top, a full registry older than the last
+// delta of the same epoch keeps the updates newer than it, and Reset drops
+// the top.
+func TestApplyComparesRevisionsWithinOneEpoch(t *testing.T) {
+	d := newDocServer()
+	d.register(t, "CORE", "c1")
+	d.publish()
+	r, _ := newWatchedRemote(t, d, nil)
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r.Apply("another-server", []Update{d.register(t, "CORE", "c2")}) {
+		t.Fatal("Apply took updates of another epoch than the fetched copy's")
+	}
+	if r.Apply("", []Update{d.register(t, "CORE", "c3")}) {
+		t.Fatal("Apply took updates of no epoch")
+	}
+	d.cancel(t, "CORE", "c2")
+	d.cancel(t, "CORE", "c3")
+
+	// A full registry older than the delta before it (an unread document
+	// the server keeps up to an update interval): the update newer than
+	// both stays on top.
+	old := d.full
+	d.register(t, "CORE", "c4")
+	d.publish()
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Apply(d.reg.Epoch(), []Update{d.register(t, "CORE", "c5")}) {
+		t.Fatal("Apply refused")
+	}
+	d.mu.Lock()
+	d.full, d.badHash = old, true // the delta fails its hash: a full fetch, of the old document
+	d.mu.Unlock()
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := idsOf(r); !slices.Contains(got, "CORE/c5") {
+		t.Fatalf("copy after an older full registry: %v (the newer update on top was dropped)", got)
+	}
+	d.mu.Lock()
+	d.badHash = false
+	d.mu.Unlock()
+
+	// Reset drops the top: the copy served is the fetched one's.
+	r.Reset()
+	if got := idsOf(r); slices.Contains(got, "CORE/c5") {
+		t.Fatalf("copy after Reset: %v (the update stayed on top)", got)
+	}
+
+	// Another server behind the address: its documents drop the top.
+	if !r.Apply(d.reg.Epoch(), []Update{d.register(t, "CORE", "c6")}) {
+		t.Fatal("Apply refused")
+	}
+	d.reg.Cancel("CORE", "c6", false) // the other server never had it
+	d.mu.Lock()
+	d.otherEpoch = "another-server"
+	d.mu.Unlock()
+	d.publish()
+	if err := r.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := idsOf(r); slices.Contains(got, "CORE/c6") {
+		t.Fatalf("copy after a document of another epoch: %v (an update of the old one stayed on top)", got)
 	}
 }

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,8 @@ type change struct {
 // Registry is Eureka's instance registry: application -> instance id -> lease.
 // All methods are safe for concurrent use.
 type Registry struct {
+	// epoch names this registry's sequence of revisions (Epoch).
+	epoch   string
 	now     func() time.Time
 	selfID  string
 	syncTS  bool
@@ -112,6 +116,7 @@ func New(o Options) *Registry {
 		o.LastN = 1000
 	}
 	return &Registry{
+		epoch:       newEpoch(),
 		now:         o.Now,
 		selfID:      o.SelfID,
 		syncTS:      !o.IgnoreDirtyTimestamps,
@@ -185,4 +190,17 @@ func (r *Registry) RecentlyCancelled() []LastN {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.cancelled.list()
+}
+
+// Epoch names the registry's sequence of revisions: a random id made by
+// New. Revisions are counted per registry, so two registries' (two servers
+// behind one address, or one server restarted) do not compare; a reader
+// that orders what it was told by revision (a relay's copy of its upstream)
+// may compare revisions only under one epoch. Served as X-Goreka-Epoch.
+func (r *Registry) Epoch() string { return r.epoch }
+
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (Go 1.24)
+	return hex.EncodeToString(b[:])
 }

@@ -189,5 +189,8 @@ type Applications struct {
 	// Revision is the registry's revision when the view was taken: the view
 	// holds every change up to it and none after.
 	Revision int64
-	Apps     []Application
+	// Epoch is the Registry.Epoch Revision counts in, when known (a goreka
+	// server's X-Goreka-Epoch); empty otherwise.
+	Epoch string
+	Apps  []Application
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,12 +107,13 @@ func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 		}
 		switch {
 		case ev.Change != nil:
-			b.add(updateOf(ev.Change), false)
+			b.add(updateOf(ev.Change), ev.Epoch, false)
 		case ev.Snapshot != nil:
 			// The upstream no longer had the revision the copy is at (it
-			// restarted, or the watch was away too long): what changed in
-			// between comes with the next delta.
-			b.add(region.Update{}, true)
+			// restarted, or the watch was away too long): what was put on
+			// top of the copy may hide newer state, so it goes, and what
+			// changed in between comes with the next fetch.
+			b.add(region.Update{}, ev.Epoch, true)
 		}
 	}
 	return
@@ -121,14 +123,23 @@ func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 type watchBatch struct {
 	mu      sync.Mutex
 	pending []region.Update
-	fetch   bool          // a snapshot came: fetch
+	epoch   string        // the pending updates' (Remote.Apply)
+	reset   bool          // a snapshot came, or the epoch changed: reset the copy's top and fetch
 	ready   chan struct{} // something is pending
 }
 
-func (b *watchBatch) add(u region.Update, fetch bool) {
+// add queues u, of the watch's epoch; reset (a snapshot) drops what is
+// pending. Updates of another epoch than the pending ones' do too: the
+// watch reached another server (or the same one restarted), whose
+// revisions do not order against the copy's.
+func (b *watchBatch) add(u region.Update, epoch string, reset bool) {
 	b.mu.Lock()
-	if fetch {
-		b.fetch = true
+	if epoch != b.epoch {
+		reset = reset || b.epoch != "" || len(b.pending) > 0
+		b.epoch = epoch
+	}
+	if reset {
+		b.reset, b.pending = true, nil
 	} else {
 		b.pending = append(b.pending, u)
 	}
@@ -139,12 +150,12 @@ func (b *watchBatch) add(u region.Update, fetch bool) {
 	}
 }
 
-func (b *watchBatch) take() ([]region.Update, bool) {
+func (b *watchBatch) take() (ups []region.Update, epoch string, reset bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ups, fetch := b.pending, b.fetch
-	b.pending, b.fetch = nil, false
-	return ups, fetch
+	ups, epoch, reset = b.pending, b.epoch, b.reset
+	b.pending, b.reset = nil, false
+	return ups, epoch, reset
 }
 
 // applyWatch puts the watch's changes into rm's copy, a batch at a time
@@ -157,9 +168,15 @@ func (r *Relay) applyWatch(ctx context.Context, rm *region.Remote, b *watchBatch
 			return
 		case <-b.ready:
 		}
-		ups, fetch := b.take()
+		ups, epoch, fetch := b.take()
 		start := r.cfg.Now()
-		if len(ups) > 0 && (!applyDirect || !rm.Apply(ups)) {
+		if fetch {
+			rm.Reset()
+		}
+		// Only the apps this relay keeps (goreka.relay.fetch-apps): the
+		// others are not served, and would rebuild the union for nothing.
+		ups = slices.DeleteFunc(ups, func(u region.Update) bool { return r.apps != nil && !r.apps[u.App] })
+		if len(ups) > 0 && (!applyDirect || !rm.Apply(epoch, ups)) {
 			for _, u := range ups {
 				if r.wakesCopy(key{u.App, u.ID}) {
 					fetch = true

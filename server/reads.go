@@ -55,6 +55,7 @@ func (s *Server) serveCachedRegions(c *gin.Context, e cache.Entity, name, region
 	h["Vary"] = []string{"Accept, Accept-Encoding, X-Eureka-Accept"}
 	if rh := v.RevisionHeader(); rh != nil {
 		h[RevisionHeader] = rh
+		h[EpochHeader] = s.epochHeader
 	}
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h["Content-Encoding"] = []string{"gzip"}

@@ -91,16 +91,18 @@ func (s *Server) Limiters() *Limiters { return &Limiters{s.limiter, s.fetchLimit
 
 // Server is the Eureka REST API.
 type Server struct {
-	cfg    Config
-	reg    *registry.Registry
-	cache  *cache.Cache
-	gate   Gate
-	expiry Expiry
-	status StatusSource
-	log    *slog.Logger
-	now    func() time.Time
-	engine *gin.Engine
-	ops    Ops // off until EnableOps
+	cfg Config
+	reg *registry.Registry
+	// epochHeader is EpochHeader's value, the registry's epoch.
+	epochHeader []string
+	cache       *cache.Cache
+	gate        Gate
+	expiry      Expiry
+	status      StatusSource
+	log         *slog.Logger
+	now         func() time.Time
+	engine      *gin.Engine
+	ops         Ops // off until EnableOps
 	// limiter is eureka.server.rate-limiter-* (RateLimitConfig).
 	limiter *rateLimiter
 	// fetchLimit is goreka.fetch-limit.* (FetchLimitConfig); nil when off.
@@ -122,6 +124,9 @@ func New(cfg Config, d Deps) *Server {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
 	s := &Server{cfg: cfg, reg: d.Registry, gate: d.Gate, expiry: d.Expiry, status: d.Status, log: d.Logger, now: d.Now, docs: d.Docs}
+	if d.Registry != nil {
+		s.epochHeader = []string{d.Registry.Epoch()}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -64,4 +64,7 @@ func TestSyncStreamServesTheRegistryAtOneRevision(t *testing.T) {
 	if got := resp.Header.Get(RevisionHeader); got != want {
 		t.Errorf("cached revision %q, want %q", got, want)
 	}
+	if got := resp.Header.Get(EpochHeader); got == "" || got != reg.Epoch() {
+		t.Errorf("cached document's epoch %q, want the registry's %q", got, reg.Epoch())
+	}
 }

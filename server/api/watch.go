@@ -162,6 +162,7 @@ func (a *API) watch(c *gin.Context) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	h.Set(wire.EpochHeader, a.reg.Epoch())
 	w.WriteHeader(http.StatusOK)
 
 	// last is the revision up to which the watcher has everything.

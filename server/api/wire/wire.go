@@ -5,6 +5,11 @@ import "github.com/goreka/goreka/registry"
 // Prefix is where the API is mounted.
 const Prefix = "/goreka/api/v1"
 
+// EpochHeader, on the watch's answer and with a registry document's
+// X-Goreka-Revision, names the server registry's sequence of revisions
+// (registry.Epoch): revisions compare only within one.
+const EpochHeader = "X-Goreka-Epoch"
+
 // Paging limits of GET /instances.
 const (
 	DefaultLimit = 1000
