@@ -413,8 +413,9 @@ func (rt router) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch 
 	if err != nil {
 		return nil, err
 	}
-	// The request is the stream's own (go-control-plane hands it on to
-	// the response callback, which reads only its node).
+	// req is the stream's own; the answers carry a request of their own
+	// that names only the type (typed.go): goreka's response callbacks
+	// must not read anything else of a response's request.
 	req.VersionInfo = c.cacheVersion(req.GetVersionInfo())
 	sk, keyed := rt.s.streamOf(req, c)
 	return c.watch(sk, keyed, req, sub, ch)

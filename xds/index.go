@@ -272,9 +272,9 @@ func (x *index) reset(view *registry.Applications, touched map[string]struct{}) 
 		touched[n] = struct{}{}
 		x.table.drop(n)
 	}
-	expired, remote, remoteOf, table := x.expired, x.remote, x.remoteOf, x.table // kept until the next sweep, the next region change
+	expired, remote, remoteOf, table, hash := x.expired, x.remote, x.remoteOf, x.table, x.hash // kept until the next sweep, the next region change
 	*x = *newIndex()
-	x.expired, x.remote, x.remoteOf, x.table = expired, remote, remoteOf, table
+	x.expired, x.remote, x.remoteOf, x.table, x.hash = expired, remote, remoteOf, table, hash
 	x.rev = view.Revision
 	for _, app := range view.Apps {
 		for _, v := range app.Instances {
