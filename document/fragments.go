@@ -107,8 +107,11 @@ const refreshBudget = 32768
 // re-encodes with it every chunk that reached its refreshAge meanwhile, so
 // that an idle registry's document is rebuilt about once per slack (17 s
 // with the defaults) instead of at every tick that finds one chunk due
-// (UpdateInterval/16, 1.875 s). A chunk is then re-encoded at most Reuse +
-// slack + a tick old (154 s of AutoExpiration's 180).
+// (UpdateInterval/16, 1.875 s). Within the refresh budget a chunk is then
+// re-encoded at most Reuse + slack + a tick old (154 s of AutoExpiration's
+// 180); past it (a 1M registry after its loading) up to the refresh's
+// maxAge (cache.ChangeWriter: AutoExpiration less two ticks), plus any
+// rebuild gap.
 func refreshSlack(reuse time.Duration) time.Duration { return reuse / 8 }
 
 func newFragments(reg *registry.Registry, codecs compat.Codecs) *fragments {

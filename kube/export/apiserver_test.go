@@ -505,14 +505,17 @@ func twoGroups(t *testing.T, api *kubetest.APIServer) {
 	// And so did OUT_OF_SERVICE, as terminating endpoints in watch events.
 	// Each cycle sets 24 instances OUT_OF_SERVICE, for 480 ms each; a
 	// change the coalescing overtakes (the instance cancelled before its
-	// slice's write) is never seen, so the bound is one per cycle.
+	// slice's write) is never seen: f2's 5-minute run saw 4,934 of 4,944, so
+	// a quarter of those made (and one per cycle) is a bound that a lost
+	// watch event class fails.
 	// Counted a moment after the churn: the last writes may be in flight.
 	var oos int64
 	var seen string
 	waitFor(t, 5*time.Second, "OUT_OF_SERVICE seen by a watch as terminating endpoints", func() bool {
 		oos = oosSeen.Load() - oosBefore
-		seen = fmt.Sprintf("%d seen of %d made in %.0f cycles, want %.0f at least", oos, oosMade.Load(), cycles, max(2, cycles))
-		return float64(oos) >= max(2, cycles)
+		want := max(2, cycles, float64(oosMade.Load())/4)
+		seen = fmt.Sprintf("%d seen of %d made in %.0f cycles, want %.0f at least", oos, oosMade.Load(), cycles, want)
+		return float64(oos) >= want
 	}, &seen)
 	t.Logf("churn %v: %.0f cycles (%d and %d steps), %v writes, %v Services created again, %d of %d OUT_OF_SERVICE changes seen by a watch as terminating endpoints",
 		d, cycles, gs[0].steps.Load(), gs[1].steps.Load(), total()-before, created()-createdBefore, oos, oosMade.Load())

@@ -42,7 +42,13 @@ func TestSpringCloudKubernetesDiscovery(t *testing.T) {
 	// Eureka client, and compat/suite takes every agent with a build.sh for one.
 	for _, a := range []string{"spring-boot3/build.sh", "spring-kubernetes/build-k8s.sh"} {
 		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
-		b, err := exec.CommandContext(ctx, "bash", filepath.Join(agents, a)).CombinedOutput()
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(agents, a))
+		// The timeout kills the build's whole process group (mvn and its
+		// JVMs hold the output pipe open past bash), then stops waiting.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
+		b, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
 			t.Fatalf("build %s: %v\n%s", a, err, b)
