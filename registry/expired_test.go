@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -266,33 +265,5 @@ func BenchmarkRegisterDuringExpiredOneApp(b *testing.B) {
 			batch = batch[:0]
 		}
 	}
-	later := time.Now().Add(time.Hour)
-	stop := make(chan struct{})
-	var worst atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			t := time.Now()
-			if _, err := r.Register(inst("WRITER", fmt.Sprintf("w-%d", i%1000), StatusUp), false); err != nil {
-				panic(err)
-			}
-			if d := int64(time.Since(t)); d > worst.Load() {
-				worst.Store(d)
-			}
-		}
-	}()
-	for b.Loop() {
-		if got := r.Expired(later, 0); len(got) < n {
-			b.Fatalf("expired %d, want >= %d", len(got), n)
-		}
-	}
-	close(stop)
-	<-done
-	b.ReportMetric(float64(worst.Load())/1e6, "max-register-ms")
+	registerDuringExpired(b, r, n)
 }
