@@ -152,6 +152,12 @@ func (r *Relay) FetchOnce(ctx context.Context) error {
 
 // onRemoteChange passes a change of the copy served on.
 func (r *Relay) onRemoteChange(ch region.Change) {
+	if len(ch.Instances) == 0 {
+		// Only the upstream's delta changed (region.Change.Delta): a relay
+		// serves its own delta (recent.go), never the upstream's, so its
+		// documents did not change (each fetch interval rebuilt them all).
+		return
+	}
 	r.cp.mu.Lock()
 	from := r.cp.from
 	r.cp.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goreka/goreka/cache"
+	"github.com/goreka/goreka/region"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/registry/clocktest"
 	"github.com/goreka/goreka/server"
@@ -208,5 +209,34 @@ func BenchmarkUpstreamVisibility(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A change of the upstream's delta alone (its recently-changed queue moved
+// on, the instances did not) is no change of the relay's documents: the
+// relay serves its own delta, so OnCopyChange is not called (each fetch
+// interval rebuilt the union's documents for it).
+func TestUpstreamDeltaAloneChangesNoDocument(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	up := newUpstream(t, clock)
+	if _, err := up.reg.Register(inst("CORE", "c1"), false); err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, clock, nil, up.url())
+	calls := 0
+	s.relay.cfg.OnCopyChange = func(region.Change) { calls++ }
+	if err := s.relay.FetchOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.relay.cp.mu.Lock()
+	from := s.relay.cp.from
+	s.relay.cp.mu.Unlock()
+	if from == nil || calls == 0 {
+		t.Fatalf("the first fetch: copy %v, %d OnCopyChange calls", from != nil, calls)
+	}
+	calls = 0
+	s.relay.onRemoteChange(region.Change{Region: from.Name(), Delta: true})
+	if calls != 0 {
+		t.Fatalf("%d OnCopyChange calls for a change of the upstream's delta alone", calls)
 	}
 }
