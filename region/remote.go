@@ -326,6 +326,14 @@ func (r *Remote) FetchOnce(ctx context.Context) error {
 func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications, full func(cur, curDelta *registry.Applications) error) error {
 	delta, err := r.get(ctx, eurekahttp.Delta)
 	if err != nil {
+		var se *eurekahttp.StatusError
+		if r.cfg.FullFetchTimeout > 0 && !errors.As(err, &se) && !errors.Is(err, eurekahttp.ErrBadResponse) {
+			// The server did not answer (refused, reset, timed out): with
+			// its full fetch bounded by progress only, a relay would wait up
+			// to a read timeout more on a server that is not there before
+			// its caller tries the next endpoint.
+			return err
+		}
 		// Eureka: "The server does not allow the delta revision to be
 		// applied because it is not safe. Hence got the full registry."
 		r.log.Info("delta fetch failed, fetching the full registry", "err", err)

@@ -3,6 +3,7 @@ package region
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -28,6 +29,7 @@ type docServer struct {
 	full, delta *registry.Applications
 	noRevision  bool          // answer without X-Goreka-Revision (a stock server, a relay)
 	otherEpoch  string        // answer as another server (its epoch) behind the same address
+	downDelta   bool          // the delta's request fails as an unreachable server's would
 	badHash     bool          // the delta's apps__hashcode is wrong
 	piece       time.Duration // a full body arrives 4 KiB per piece (0: at once)
 	fulls       int
@@ -64,6 +66,10 @@ func (d *docServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		apps = d.full
 	case "/eureka/apps/delta":
 		d.deltas++
+		if d.downDelta {
+			d.mu.Unlock()
+			return nil, errors.New("connection reset by peer")
+		}
 		c := *d.delta
 		if d.badHash {
 			c.HashCode = "UP_999_"
@@ -432,5 +438,34 @@ func TestApplyComparesRevisionsWithinOneEpoch(t *testing.T) {
 	}
 	if got := idsOf(r); slices.Contains(got, "CORE/c6") {
 		t.Fatalf("copy after a document of another epoch: %v (an update of the old one stayed on top)", got)
+	}
+}
+
+// A delta that gets no answer (the server is not there) is not followed by
+// a full fetch when the full fetch is bounded by progress only (a relay:
+// its caller moves to the next endpoint at once); one the server answered
+// wrongly is, and a remote region falls back as Eureka does.
+func TestUnansweredDeltaFetchesNoFullWithAProgressBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		full  time.Duration
+		fulls int
+	}{{"remote region", 0, 2}, {"relay", 10 * time.Minute, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDocServer()
+			d.register(t, "CORE", "c1")
+			d.publish()
+			r, _ := newWatchedRemote(t, d, func(c *Config) { c.FullFetchTimeout = tc.full })
+			if err := r.FetchOnce(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			d.mu.Lock()
+			d.downDelta = true
+			d.mu.Unlock()
+			r.FetchOnce(t.Context())
+			if fulls, _ := d.counts(); fulls != tc.fulls {
+				t.Fatalf("%d full fetches after an unanswered delta, want %d", fulls, tc.fulls)
+			}
+		})
 	}
 }
