@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/goreka/goreka/namespace"
 	"github.com/goreka/goreka/server/api/wire"
@@ -33,6 +34,7 @@ type Client struct {
 	namespace  string
 	hc         *http.Client // one request
 	stream     *http.Client // hc without its Timeout: the watch and the long poll last
+	watchIdle  time.Duration
 }
 
 // An Option configures a Client.
@@ -53,6 +55,13 @@ func WithCredentials(user, password string) Option {
 // Timeout bounds each request but the watch and the long poll, which use a
 // copy of it without one and are bounded by their context only.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithWatchIdle ends a watch's connection on which nothing arrived for d
+// (no event, no keep-alive comment: goreka sends one every 15 s), with
+// ErrWatchIdle: a connection cut silently (a partition that healed, a NAT
+// that forgot it) otherwise blocks until TCP gives up, minutes later. 0,
+// the default, waits for as long as the context allows.
+func WithWatchIdle(d time.Duration) Option { return func(c *Client) { c.watchIdle = d } }
 
 // New returns a client of the goreka at serverURL: http(s)://[user:pass@]host[:port][/path],
 // where a trailing /eureka (a Eureka service URL, as in a client's

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goreka/goreka/server/api/wire"
 )
@@ -70,13 +71,23 @@ func (e *StreamError) Unwrap() error { return e.Err }
 func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		for {
-			resp, err := c.do(ctx, c.stream, "GET", wire.Prefix+"/watch?since="+strconv.FormatInt(since, 10))
+			cctx, cancel := context.WithCancelCause(ctx)
+			alive, stop := func() {}, func() {}
+			if c.watchIdle > 0 {
+				idle := time.AfterFunc(c.watchIdle, func() { cancel(ErrWatchIdle) })
+				alive, stop = func() { idle.Reset(c.watchIdle) }, func() { idle.Stop() }
+			}
+			resp, err := c.do(cctx, c.stream, "GET", wire.Prefix+"/watch?since="+strconv.FormatInt(since, 10))
 			if err != nil {
-				yield(Event{}, err)
+				stop()
+				cancel(nil)
+				yield(Event{}, idleCause(cctx, err))
 				return
 			}
-			next, more := c.events(ctx, resp.Body, resp.Header.Get(wire.EpochHeader), &since, yield)
+			next, more := c.events(cctx, resp.Body, resp.Header.Get(wire.EpochHeader), &since, alive, yield)
 			resp.Body.Close()
+			stop()
+			cancel(nil)
 			if !more {
 				return
 			}
@@ -89,9 +100,9 @@ func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error]
 // resume from after a lagged event and true, or false when the watch ends
 // (the consumer stopped, or the error was yielded). last is the last
 // revision delivered.
-func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last *int64, yield func(Event, error) bool) (resume int64, more bool) {
+func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last *int64, alive func(), yield func(Event, error) bool) (resume int64, more bool) {
 	fail := func(ev Event, err error) (int64, bool) {
-		if cerr := ctx.Err(); cerr != nil && err == nil {
+		if cerr := context.Cause(ctx); cerr != nil && err == nil {
 			err = cerr
 		} else if cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
@@ -104,6 +115,7 @@ func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last 
 	ev := Event{Epoch: epoch}
 	var data strings.Builder
 	for sc.Scan() {
+		alive()
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "id: "):
@@ -156,4 +168,16 @@ func decode(ev *Event) error {
 		return fmt.Errorf("bad %s event: %v", ev.Type, err)
 	}
 	return nil
+}
+
+// ErrWatchIdle ends a watch's connection on which nothing arrived for the
+// WithWatchIdle time; the StreamError's Revision resumes it.
+var ErrWatchIdle = errors.New("apiclient: watch idle (no event or keep-alive)")
+
+// idleCause is err, or ErrWatchIdle when the idle bound cut the request.
+func idleCause(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), ErrWatchIdle) {
+		return fmt.Errorf("%w: %w", ErrWatchIdle, err)
+	}
+	return err
 }

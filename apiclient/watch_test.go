@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/goreka/goreka/server/api/wire"
@@ -153,4 +155,62 @@ func TestWatchCancel(t *testing.T) {
 		t.Fatal("the watch did not end")
 	}
 	s.srv.Close()
+}
+
+// silentStream answers the watch with a stream whose first connection sends
+// one keep-alive and then nothing (a connection cut silently), and whose
+// second is a change; a request's context ending closes its body, as the
+// real transport does.
+type silentStream struct {
+	mu    sync.Mutex
+	conns int
+}
+
+func (s *silentStream) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.conns++
+	n := s.conns
+	s.mu.Unlock()
+	pr, pw := io.Pipe()
+	go func() {
+		if n == 1 {
+			io.WriteString(pw, ": keep-alive\n\n")
+		} else {
+			io.WriteString(pw, change(7, "a"))
+		}
+		<-req.Context().Done()
+		pw.CloseWithError(req.Context().Err())
+	}()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: req}, nil
+}
+
+// A watch connection on which nothing arrives for the WithWatchIdle time
+// ends with ErrWatchIdle and the revision to resume from; without the
+// option it waits for its context.
+func TestWatchIdleEndsASilentConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &silentStream{}
+		c := mustNew(t, "http://core.test", WithHTTPClient(&http.Client{Transport: s}), WithWatchIdle(45*time.Second))
+		start := time.Now()
+		for _, err := range c.Watch(t.Context(), 3) {
+			var se *StreamError
+			if !errors.Is(err, ErrWatchIdle) || !errors.As(err, &se) || se.Revision != 3 {
+				t.Fatalf("silent connection: %v, want ErrWatchIdle at revision 3", err)
+			}
+			break
+		}
+		if d := time.Since(start); d != 45*time.Second {
+			t.Fatalf("the watch ended after %v, want 45s of silence", d)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		defer cancel()
+		s.conns = 0
+		for _, err := range mustNew(t, "http://core.test", WithHTTPClient(&http.Client{Transport: s})).Watch(ctx, 3) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("without WithWatchIdle: %v, want the context's end", err)
+			}
+			break
+		}
+	})
 }

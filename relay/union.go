@@ -45,6 +45,11 @@ const (
 	// watchSwitchCheck is how often a watch checks that its endpoint is
 	// still the one in use.
 	watchSwitchCheck = time.Second
+	// watchIdle ends a watch connection silent for three of a goreka
+	// server's keep-alive comments (15 s, not configurable): one cut without
+	// a reset (a partition that healed, a NAT that forgot it) would block
+	// until TCP gave up, the copy falling back to its fetch interval meanwhile.
+	watchIdle = 45 * time.Second
 )
 
 // runFetch refreshes the copy every FetchInterval and, when the watch

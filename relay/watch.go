@@ -86,7 +86,7 @@ func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 		}
 	})
 	defer func() { switched = r.cur.Load() != i }()
-	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc))
+	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc), apiclient.WithWatchIdle(watchIdle))
 	if err != nil {
 		return
 	}
