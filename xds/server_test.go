@@ -325,7 +325,12 @@ func TestResyncAfterLag(t *testing.T) {
 	f.s.mu.Lock()
 	sp := f.s.spaces["default"]
 	f.s.mu.Unlock()
-	f.sync() // the feeder has read its first view
+	// The feeder has read its first view: at revision 0 sync returned at
+	// once, and a feeder that read its view only after the registrations
+	// below reached their revision before it noticed the lag (the check
+	// below failed 1 run in 50).
+	f.register(inst("WARM", "w1", "10.0.1.1"))
+	f.sync()
 	sp.mu.Lock()
 	for i := range 20 {
 		f.register(inst("APP", "i"+string(rune('a'+i)), "10.0.0."+strconv.Itoa(i+1)))
