@@ -56,11 +56,12 @@ func WithCredentials(user, password string) Option {
 // copy of it without one and are bounded by their context only.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
-// WithWatchIdle ends a watch's connection on which nothing arrived for d
-// (no event, no keep-alive comment: goreka sends one every 15 s), with
-// ErrWatchIdle: a connection cut silently (a partition that healed, a NAT
-// that forgot it) otherwise blocks until TCP gives up, minutes later. 0,
-// the default, waits for as long as the context allows.
+// WithWatchIdle ends a watch's connection on which no byte arrived for d
+// (no event, no keep-alive comment: goreka sends one every 15 s by
+// default), with ErrWatchIdle: a connection cut silently (a partition that
+// healed, a NAT that forgot it) otherwise blocks until TCP gives up,
+// minutes later. Time the consumer spends in the loop's body counts as
+// silence too. 0, the default, waits for as long as the context allows.
 func WithWatchIdle(d time.Duration) Option { return func(c *Client) { c.watchIdle = d } }
 
 // New returns a client of the goreka at serverURL: http(s)://[user:pass@]host[:port][/path],

@@ -84,7 +84,11 @@ func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error]
 				yield(Event{}, idleCause(cctx, err))
 				return
 			}
-			next, more := c.events(cctx, resp.Body, resp.Header.Get(wire.EpochHeader), &since, alive, yield)
+			// Any bytes count as life, not only whole lines: a snapshot is one
+			// line of the whole registry, which can take longer than the
+			// bound to arrive.
+			body := &aliveReader{r: resp.Body, alive: alive}
+			next, more := c.events(cctx, body, resp.Header.Get(wire.EpochHeader), &since, yield)
 			resp.Body.Close()
 			stop()
 			cancel(nil)
@@ -100,7 +104,7 @@ func (c *Client) Watch(ctx context.Context, since int64) iter.Seq2[Event, error]
 // resume from after a lagged event and true, or false when the watch ends
 // (the consumer stopped, or the error was yielded). last is the last
 // revision delivered.
-func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last *int64, alive func(), yield func(Event, error) bool) (resume int64, more bool) {
+func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last *int64, yield func(Event, error) bool) (resume int64, more bool) {
 	fail := func(ev Event, err error) (int64, bool) {
 		if cerr := context.Cause(ctx); cerr != nil && err == nil {
 			err = cerr
@@ -115,7 +119,6 @@ func (c *Client) events(ctx context.Context, body io.Reader, epoch string, last 
 	ev := Event{Epoch: epoch}
 	var data strings.Builder
 	for sc.Scan() {
-		alive()
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "id: "):
@@ -180,4 +183,18 @@ func idleCause(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", ErrWatchIdle, err)
 	}
 	return err
+}
+
+// aliveReader calls alive after every read that brought bytes.
+type aliveReader struct {
+	r     io.Reader
+	alive func()
+}
+
+func (a *aliveReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.alive()
+	}
+	return n, err
 }

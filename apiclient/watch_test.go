@@ -184,6 +184,45 @@ func (s *silentStream) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: req}, nil
 }
 
+// slowSnapshot answers the watch with one snapshot line whose bytes come
+// 1 KiB a second for two minutes (a large registry on a slow link).
+type slowSnapshot struct{}
+
+func (slowSnapshot) RoundTrip(req *http.Request) (*http.Response, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "id: 9\nevent: snapshot\ndata: {\"revision\":9,\"apps\":[")
+		pad := strings.Repeat(" ", 1024)
+		for range 120 {
+			select {
+			case <-req.Context().Done():
+				pw.CloseWithError(req.Context().Err())
+				return
+			case <-time.After(time.Second):
+			}
+			io.WriteString(pw, pad)
+		}
+		io.WriteString(pw, "]}\n\n")
+		<-req.Context().Done()
+		pw.CloseWithError(req.Context().Err())
+	}()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: req}, nil
+}
+
+// Bytes arriving count as life, not only whole lines: a snapshot taking
+// longer than the idle bound to arrive is read to its end.
+func TestWatchIdleLetsASlowSnapshotArrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := mustNew(t, "http://core.test", WithHTTPClient(&http.Client{Transport: slowSnapshot{}}), WithWatchIdle(45*time.Second))
+		for ev, err := range c.Watch(t.Context(), 3) {
+			if err != nil || ev.Snapshot == nil {
+				t.Fatalf("a snapshot arriving over two minutes: %+v %v", ev.Type, err)
+			}
+			break
+		}
+	})
+}
+
 // A watch connection on which nothing arrives for the WithWatchIdle time
 // ends with ErrWatchIdle and the revision to resume from; without the
 // option it waits for its context.

@@ -204,6 +204,16 @@ const RevisionHeader = "X-Goreka-Revision"
 // EpochHeader names the sequence RevisionHeader counts in (server.EpochHeader).
 const EpochHeader = "X-Goreka-Epoch"
 
+// NoAnswerError is GetApplications' error when the server sent no response
+// headers (refused, reset, timed out before answering), as opposed to one
+// that broke off while the body came: a caller with another endpoint moves
+// on at once rather than asking this one for a larger document. Its text is
+// Err's.
+type NoAnswerError struct{ Err error }
+
+func (e *NoAnswerError) Error() string { return e.Err.Error() }
+func (e *NoAnswerError) Unwrap() error { return e.Err }
+
 // GetApplications fetches the full registry or the delta as JSON. Anything
 // but 200 (any 2xx with AcceptAny2xx) is a *StatusError; an undecodable
 // body an ErrBadResponse. The document's Revision is the answer's
@@ -218,11 +228,16 @@ func (c *Client) GetApplications(ctx context.Context, ep Endpoint, f Fetch) (*re
 	}
 	var rev int64
 	var epoch string
+	answered := false
 	code, b, err := c.doWith(ctx, ep, http.MethodGet, path, nil, false, MaxDocument, ok, nil, nil, func(h http.Header) {
+		answered = true
 		rev, _ = strconv.ParseInt(h.Get(RevisionHeader), 10, 64)
 		epoch = h.Get(EpochHeader)
 	})
 	if err != nil {
+		if !answered {
+			return nil, &NoAnswerError{Err: err}
+		}
 		return nil, err
 	}
 	if !ok(code) {

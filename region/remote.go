@@ -281,7 +281,9 @@ func nextDelay(cur, interval time.Duration, err error) time.Duration {
 // FetchOnce does one fetch as Eureka's RemoteRegionRegistry.fetchRegistry:
 // the full registry when deltas are disabled or the copy is empty, else the
 // delta, applied to the copy and checked by its hash; a failed delta or a
-// hash mismatch fetches the full registry. On error the copy is kept.
+// hash mismatch fetches the full registry (except, with FullFetchTimeout, a
+// delta the server did not answer at all: eurekahttp.NoAnswerError). On
+// error the copy is kept.
 func (r *Remote) FetchOnce(ctx context.Context) error {
 	r.fetchMu.Lock()
 	defer r.fetchMu.Unlock()
@@ -326,12 +328,13 @@ func (r *Remote) FetchOnce(ctx context.Context) error {
 func (r *Remote) fetchDelta(ctx context.Context, cur, curDelta *registry.Applications, full func(cur, curDelta *registry.Applications) error) error {
 	delta, err := r.get(ctx, eurekahttp.Delta)
 	if err != nil {
-		var se *eurekahttp.StatusError
-		if r.cfg.FullFetchTimeout > 0 && !errors.As(err, &se) && !errors.Is(err, eurekahttp.ErrBadResponse) {
-			// The server did not answer (refused, reset, timed out): with
-			// its full fetch bounded by progress only, a relay would wait up
-			// to a read timeout more on a server that is not there before
-			// its caller tries the next endpoint.
+		var na *eurekahttp.NoAnswerError
+		if r.cfg.FullFetchTimeout > 0 && errors.As(err, &na) {
+			// The server sent no answer (refused, reset, timed out before its
+			// headers): with its full fetch bounded by progress only, a relay
+			// would wait up to a read timeout more on a server that is not
+			// there before its caller tries the next endpoint. A delta that
+			// broke off in its body still falls back to the full registry.
 			return err
 		}
 		// Eureka: "The server does not allow the delta revision to be

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -30,6 +31,7 @@ type docServer struct {
 	noRevision  bool          // answer without X-Goreka-Revision (a stock server, a relay)
 	otherEpoch  string        // answer as another server (its epoch) behind the same address
 	downDelta   bool          // the delta's request fails as an unreachable server's would
+	cutDelta    bool          // the delta's body breaks off after its headers
 	badHash     bool          // the delta's apps__hashcode is wrong
 	piece       time.Duration // a full body arrives 4 KiB per piece (0: at once)
 	fulls       int
@@ -69,6 +71,11 @@ func (d *docServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		if d.downDelta {
 			d.mu.Unlock()
 			return nil, errors.New("connection reset by peer")
+		}
+		if d.cutDelta {
+			d.mu.Unlock()
+			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(io.MultiReader(strings.NewReader(`{"applications":{`), errReader{})), Request: req}, nil
 		}
 		c := *d.delta
 		if d.badHash {
@@ -441,16 +448,22 @@ func TestApplyComparesRevisionsWithinOneEpoch(t *testing.T) {
 	}
 }
 
+// errReader fails every read, as a connection broken off does.
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
 // A delta that gets no answer (the server is not there) is not followed by
 // a full fetch when the full fetch is bounded by progress only (a relay:
-// its caller moves to the next endpoint at once); one the server answered
-// wrongly is, and a remote region falls back as Eureka does.
+// its caller moves to the next endpoint at once); one that broke off in its
+// body is, and a remote region falls back as Eureka does.
 func TestUnansweredDeltaFetchesNoFullWithAProgressBound(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		full  time.Duration
+		cut   bool
 		fulls int
-	}{{"remote region", 0, 2}, {"relay", 10 * time.Minute, 1}} {
+	}{{"remote region", 0, false, 2}, {"relay", 10 * time.Minute, false, 1}, {"relay, body cut", 10 * time.Minute, true, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDocServer()
 			d.register(t, "CORE", "c1")
@@ -460,7 +473,7 @@ func TestUnansweredDeltaFetchesNoFullWithAProgressBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.mu.Lock()
-			d.downDelta = true
+			d.downDelta, d.cutDelta = !tc.cut, tc.cut
 			d.mu.Unlock()
 			r.FetchOnce(t.Context())
 			if fulls, _ := d.counts(); fulls != tc.fulls {

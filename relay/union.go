@@ -46,7 +46,8 @@ const (
 	// still the one in use.
 	watchSwitchCheck = time.Second
 	// watchIdle ends a watch connection silent for three of a goreka
-	// server's keep-alive comments (15 s, not configurable): one cut without
+	// server's keep-alive comments (api.Config.KeepAlive's default 15 s,
+	// which goreka's properties do not change): one cut without
 	// a reset (a partition that healed, a NAT that forgot it) would block
 	// until TCP gave up, the copy falling back to its fetch interval meanwhile.
 	watchIdle = 45 * time.Second

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func (r *Relay) watchUpstream(ctx context.Context) {
 	for {
 		if k, _ := r.upstreamKind(ctx); k == kindGoreka {
 			if r.watchOnce(ctx) {
-				continue // the relay switched endpoints: watch the new one now
+				continue // the relay switched endpoints, or the connection went silent: watch again now
 			}
 		}
 		t := time.NewTimer(r.cfg.FetchInterval)
@@ -60,8 +61,10 @@ func (r *Relay) watchUpstream(ctx context.Context) {
 }
 
 // watchOnce is one watch of the endpoint in use, until it fails, ctx
-// ends, or the relay switches to another endpoint (switched).
-func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
+// ends, or the relay switches to another endpoint. again: watch again at
+// once (the relay switched, or the connection went silent: apiclient's
+// ErrWatchIdle, which a new connection resumes).
+func (r *Relay) watchOnce(ctx context.Context) (again bool) {
 	i := r.cur.Load()
 	// The stream of a silently partitioned endpoint can block for minutes
 	// (no answer, no reset) after the fetches failed over to the next one:
@@ -85,7 +88,8 @@ func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 			}
 		}
 	})
-	defer func() { switched = r.cur.Load() != i }()
+	idle := false
+	defer func() { again = r.cur.Load() != i || idle }()
 	c, err := apiclient.New(r.cfg.Upstream[i], apiclient.WithHTTPClient(r.cp.hc), apiclient.WithWatchIdle(watchIdle))
 	if err != nil {
 		return
@@ -103,6 +107,7 @@ func (r *Relay) watchOnce(ctx context.Context) (switched bool) {
 	wg.Go(func() { r.applyWatch(ctx, rm, b) })
 	for ev, err := range c.Watch(ctx, since) {
 		if err != nil || r.cur.Load() != i {
+			idle = errors.Is(err, apiclient.ErrWatchIdle)
 			return
 		}
 		switch {

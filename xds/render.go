@@ -205,7 +205,7 @@ func (c *claBytes) render(zone string) []byte {
 	if len(b) > 0 {
 		c.memo = append(c.memo, memoEntry{zone: zone, p: weak.Make(&b[0]), n: len(b)})
 	}
-	return b
+	return b[:len(b):len(b)] // shared: no caller may append into it
 }
 
 // renderOnce is render without the memo.
