@@ -488,7 +488,9 @@ func (x *tlsRun) agents(t *testing.T, a springTLSAgent) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if logHas(glog, `(?i)level=(ERROR|WARN) msg="[^"]*(403|refused)`) {
+	// \b: the agent without a certificate's handshake errors name its source
+	// port, and an ephemeral one like 40334 is no 403 (CI failed on it).
+	if logHas(glog, `(?i)level=(ERROR|WARN) msg="[^"]*(\b403\b|refused)`) {
 		t.Errorf("goreka refused something:\n%s", tail(glog, 30))
 	}
 }
