@@ -223,3 +223,15 @@ func DecodeReplicationResponses(body []byte) ([]ReplicationResponse, error) {
 // items, each applied as the instance's own heartbeat and answered in order
 // (AppendReplicationResponses). A stock Eureka server answers 404.
 const RenewalsPath = "goreka/renewals"
+
+// RevisionHeader is the header in which a goreka server names the registry
+// revision a registry document is exactly (the cache's Value.Revision, the
+// start-up sync's trailer); EpochHeader names the sequence that revision
+// counts in (registry.Epoch: revisions of two registries do not compare).
+// One definition for the server, which sends them, and eurekahttp, which
+// reads them; the read API's watch sends EpochHeader under the same name
+// (server/api/wire).
+const (
+	RevisionHeader = "X-Goreka-Revision"
+	EpochHeader    = "X-Goreka-Epoch"
+)

@@ -199,10 +199,10 @@ func (f Fetch) path() string {
 
 // RevisionHeader is the header in which a goreka server names the registry
 // revision a document is exactly (server.RevisionHeader).
-const RevisionHeader = "X-Goreka-Revision"
+const RevisionHeader = compat.RevisionHeader
 
 // EpochHeader names the sequence RevisionHeader counts in (server.EpochHeader).
-const EpochHeader = "X-Goreka-Epoch"
+const EpochHeader = compat.EpochHeader
 
 // NoAnswerError is GetApplications' error when the server sent no response
 // headers (refused, reset, timed out before answering), as opposed to one

@@ -10,20 +10,19 @@ import (
 
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/replication"
-	"github.com/goreka/goreka/server/api/wire"
 )
 
 // RevisionHeader names the registry revision a document is exactly: a
 // header of the cached documents, a trailer of the streamed one (GET apps/
 // with replication.SyncHeader), whose revision is known only once its
 // headers are sent.
-const RevisionHeader = "X-Goreka-Revision"
+const RevisionHeader = compat.RevisionHeader
 
 // EpochHeader names the registry's sequence of revisions (registry.Epoch):
 // sent with RevisionHeader and on the read API's watch, so that a reader
 // behind one address in front of several servers, or of a restarted one,
 // compares revisions only within one sequence.
-const EpochHeader = wire.EpochHeader
+const EpochHeader = compat.EpochHeader
 
 // syncWriteStall is the longest a write of the streamed registry may wait
 // for the peer to read.

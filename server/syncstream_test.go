@@ -11,6 +11,7 @@ import (
 	"github.com/goreka/goreka/compat"
 	"github.com/goreka/goreka/registry"
 	"github.com/goreka/goreka/replication"
+	"github.com/goreka/goreka/server/api/wire"
 )
 
 // A peer's start-up sync (X-Goreka-Sync: stream) gets the registry as it
@@ -66,5 +67,13 @@ func TestSyncStreamServesTheRegistryAtOneRevision(t *testing.T) {
 	}
 	if got := resp.Header.Get(EpochHeader); got == "" || got != reg.Epoch() {
 		t.Errorf("cached document's epoch %q, want the registry's %q", got, reg.Epoch())
+	}
+}
+
+// The read API's watch and the registry documents name the epoch with one
+// header (wire cannot import compat, so the name is written twice).
+func TestEpochHeaderIsOne(t *testing.T) {
+	if wire.EpochHeader != compat.EpochHeader {
+		t.Fatalf("the watch's epoch header %q, the documents' %q", wire.EpochHeader, compat.EpochHeader)
 	}
 }

@@ -7,7 +7,9 @@ const Prefix = "/goreka/api/v1"
 
 // EpochHeader, on the watch's answer and with a registry document's
 // X-Goreka-Revision, names the server registry's sequence of revisions
-// (registry.Epoch): revisions compare only within one.
+// (registry.Epoch): revisions compare only within one. It is
+// compat.EpochHeader's name (wire imports no compat); TestEpochHeaderIsOne
+// in server holds the two together.
 const EpochHeader = "X-Goreka-Epoch"
 
 // Paging limits of GET /instances.
