@@ -74,19 +74,11 @@ func (r *Relay) watchOnce(ctx context.Context) (again bool) {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
-		t := time.NewTicker(watchSwitchCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if r.cur.Load() != i {
-					cancel()
-					return
-				}
+		every(ctx, watchSwitchCheck, func() {
+			if r.cur.Load() != i {
+				cancel()
 			}
-		}
+		})
 	})
 	idle := false
 	defer func() { again = r.cur.Load() != i || idle }()
