@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -34,7 +36,18 @@ func (s *Server) renewals(c *gin.Context) {
 	if !ok {
 		return
 	}
-	reqs, codes, fast := scanRenewals(body)
+	buf, _ := renewBufs.Get().(*[]registry.RenewRequest)
+	if buf == nil {
+		buf = new([]registry.RenewRequest)
+	}
+	reqs, codes, fast := scanRenewals(body, (*buf)[:0])
+	defer func() {
+		if fast && cap(reqs) <= maxPooledRenewals {
+			clear(reqs) // the names point into this request's body
+			*buf = reqs[:0]
+			renewBufs.Put(buf)
+		}
+	}()
 	if !fast {
 		list, ok := decodeReplicationList(c, body)
 		if !ok {
@@ -85,6 +98,16 @@ func (s *Server) renewals(c *gin.Context) {
 	c.Data(http.StatusOK, compat.ContentTypeJSON, append(out, "]}"...))
 }
 
+// renewBufs holds the requests slices of POST goreka/renewals, which a
+// relay sends with thousands of items: allocated per request, they were a
+// large share of what the core allocated in a relay tier's heartbeats, and
+// the core's heap (the whole registry and its documents) makes every
+// allocation during a GC cycle pay for marking it (bench/relays.sh PROFILE).
+var renewBufs sync.Pool
+
+// maxPooledRenewals bounds the slices renewBufs keeps (a relay's batch).
+const maxPooledRenewals = 1 << 16
+
 // renewal is one item of a relay's renewals as the registry's request,
 // and its code when it is refused before it: an item that is not a
 // Heartbeat is a 400.
@@ -102,14 +125,15 @@ func renewal(app, id, action string, dirty int64, hasDirty bool) (registry.Renew
 // scanRenewals reads the replication list as compat.AppendReplicationList
 // writes it: no white space, members appName, id, lastDirtyTimestamp,
 // overriddenStatus, status and action in any order, strings without
-// escapes, no instanceInfo. It copies the body into one string whose
-// substrings are the items' names (no allocation per item; a name a
-// listener keeps, such as a replication task's, keeps the body's string
-// alive until it is dropped). For anything else it returns false, and the
+// escapes, no instanceInfo. The items' names are substrings of the body,
+// which scanRenewals takes as a string without a copy: the caller never
+// writes to body again (no allocation per item; a name a listener keeps,
+// such as a replication task's, keeps the body alive until it is
+// dropped). The requests are appended to into. For anything else it returns false, and the
 // caller decodes the list in general, so that both paths answer the same.
-func scanRenewals(body []byte) ([]registry.RenewRequest, []uint16, bool) {
+func scanRenewals(body []byte, into []registry.RenewRequest) ([]registry.RenewRequest, []uint16, bool) {
 	const head, tail = `{"replicationList":[`, `]}`
-	s := string(body)
+	s := unsafe.String(unsafe.SliceData(body), len(body))
 	if !strings.HasPrefix(s, head) || !strings.HasSuffix(s, tail) {
 		return nil, nil, false
 	}
@@ -118,7 +142,7 @@ func scanRenewals(body []byte) ([]registry.RenewRequest, []uint16, bool) {
 		return nil, nil, true
 	}
 	n := strings.Count(s, "}") // the items, or more (a '}' in a string): a capacity, counted by one fast byte count
-	reqs, codes := make([]registry.RenewRequest, 0, n), make([]uint16, 0, n)
+	reqs, codes := slices.Grow(into[:0], n), make([]uint16, 0, n)
 	for {
 		if s == "" || s[0] != '{' {
 			return nil, nil, false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestRenewalItemDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items at random (make test runs this once without it)")
 	}
-	if _, _, ok := scanRenewals(renewalsBody(3)); !ok {
+	if _, _, ok := scanRenewals(renewalsBody(3), nil); !ok {
 		t.Fatal("the relay's renewals body is not read by scanRenewals")
 	}
 	srv, _ := benchServer(t, 1000)
@@ -119,7 +120,7 @@ func FuzzScanRenewals(f *testing.F) {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, codes, ok := scanRenewals(body)
+		got, codes, ok := scanRenewals(slices.Clone(body), nil)
 		if !ok {
 			return
 		}
