@@ -17,7 +17,9 @@
 # INTERVAL (the clients' and the relays' heartbeat interval, 30s), DURATION (75s), FETCH_INTERVAL (the
 # relays' goreka.relay.fetch-interval, 30s), PROP_SAMPLES (3), PORT (28871), SETTLE (seconds waited after
 # the registrations, 200, every fleet heartbeating: the deltas' 3-minute window, so that neither phase
-# pays for the registrations). Loopback only; every
+# pays for the registrations), PROFILE (a directory: the core runs with goreka.debug.pprof-enabled and
+# a CPU profile of each phase's window is written there, relayed.cpu.pprof and direct.cpu.pprof, for
+# `go tool pprof -top -cum`). Loopback only; every
 # process started here is stopped by its pid on exit; the load runs at nice 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,8 +63,26 @@ node() {
     exit 1
   fi
 }
-node core 0
+# PROFILE: the core serves /debug/pprof/, and a phase's profile (its window, DURATION + INTERVAL)
+# must end within the core's write timeout.
+WINDOW=$((${DURATION%s} + ${INTERVAL%s}))
+core_flags=()
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  core_flags=(--goreka.debug.pprof-enabled=true --goreka.server.write-timeout=$((WINDOW + 60))s)
+fi
+node core 0 "${core_flags[@]}"
 CORE_PID=${PIDS[0]}
+# profile NAME: a CPU profile of the core over the next WINDOW seconds into $PROFILE/NAME.cpu.pprof,
+# in the background (its pid in PROF_PID); nothing without PROFILE.
+PROF_PID=
+profile() {
+  [ -n "${PROFILE:-}" ] || return 0
+  curl -s -o "$PROFILE/$1.cpu.pprof" "${CORE%eureka/}debug/pprof/profile?seconds=$WINDOW" &
+  PROF_PID=$!
+  PIDS+=("$PROF_PID")
+}
+profile_wait() { [ -z "$PROF_PID" ] || wait "$PROF_PID" || log "the profile of the core failed"; PROF_PID=; }
 for k in $(seq 1 "$RELAYS"); do
   node "relay$k" "$k" --goreka.relay.upstream="$CORE" --goreka.relay.heartbeat-interval="$INTERVAL" \
     --goreka.relay.fetch-interval="$FETCH_INTERVAL"
@@ -127,6 +147,7 @@ for p in "${jobs[@]}"; do wait "$p" || true; done
 
 log "relayed: $want clients heartbeat every $INTERVAL for $DURATION"
 c0=$(cpu "$CORE_PID") h0=$(core_heartbeats) t0=$(date +%s.%N)
+profile relayed
 jobs=()
 for k in $(seq 1 "$RELAYS"); do
   nice -n 10 "$BENCH" --label="r$k" --target="$(relay_url "$k")" --prefix="r$k" --instances="$CLIENTS" \
@@ -138,6 +159,7 @@ done
 for p in "${jobs[@]}"; do wait "$p" || true; done
 sleep "${INTERVAL%s}" # the relays' last aggregated send of the phase
 c1=$(cpu "$CORE_PID") h1=$(core_heartbeats) t1=$(date +%s.%N)
+profile_wait
 sent=$(jq -s 'map(.phases.heartbeat.requests) | add' "$OUT"/relayed-r*.json || echo 0)
 errs=$(jq -s 'map(.phases.heartbeat.errors) | add' "$OUT"/relayed-r*.json || echo 0)
 relayed_cpu=$((c1 - c0)) relayed_req=$((h1 - h0))
@@ -145,11 +167,13 @@ relayed_cpu=$((c1 - c0)) relayed_req=$((h1 - h0))
 log "direct: $CLIENTS clients of the core heartbeat at the same total rate for $DURATION"
 per=$(echo "${INTERVAL%s} $RELAYS" | awk '{printf "%.3f", $1 / $2}')
 c2=$(cpu "$CORE_PID") h2=$(core_heartbeats)
+profile direct
 nice -n 10 "$BENCH" --label=direct --target="$CORE" --prefix=direct --instances="$CLIENTS" --apps="$APPS" \
   --skip-load --phases=heartbeat --mix-interval="${per}s" --duration="$DURATION" \
   --json="$OUT/direct.json" >"$OUT/direct.log" 2>&1 || true
 sleep "${INTERVAL%s}" # the same window as the relayed phase's
 c3=$(cpu "$CORE_PID") h3=$(core_heartbeats)
+profile_wait
 dsent=$(jq '.phases.heartbeat.requests' "$OUT/direct.json" || echo 0)
 direct_cpu=$((c3 - c2)) direct_req=$((h3 - h2))
 

@@ -66,8 +66,18 @@ func (r *Registry) evalStatus(in *Instance, existing *lease, fromPeer bool) Stat
 	if in.Status != StatusUp && in.Status != StatusOutOfService {
 		return in.Status
 	}
-	if s, ok := r.overrides[in.ID()]; ok {
-		return s
+	override, ok := r.overrides[in.ID()]
+	return r.evalStatusWith(in, existing, fromPeer, override, ok)
+}
+
+// evalStatusWith is evalStatus with in's override-map entry looked up
+// by the caller (the heartbeat, which sends it on too).
+func (r *Registry) evalStatusWith(in *Instance, existing *lease, fromPeer bool, override Status, hasOverride bool) Status {
+	if in.Status != StatusUp && in.Status != StatusOutOfService {
+		return in.Status
+	}
+	if hasOverride {
+		return override
 	}
 	if !fromPeer && existing != nil {
 		if s := existing.ownInst().Status; s == StatusUp || s == StatusOutOfService {

@@ -58,11 +58,14 @@ func (r *rate) start(now time.Time) {
 	r.hist, r.histAt = [historyMinutes]int64{}, [historyMinutes]int64{}
 }
 
-func (r *rate) inc(now time.Time) {
+func (r *rate) inc(now time.Time) { r.add(now, 1) }
+
+// add counts n events at now.
+func (r *rate) add(now time.Time, n int64) {
 	r.mu.Lock()
 	m := r.minuteOf(now)
 	r.roll(m)
-	r.cur++
+	r.cur += n
 	r.mu.Unlock()
 }
 

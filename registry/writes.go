@@ -213,42 +213,70 @@ func (r *Registry) Renew(req RenewRequest) error {
 	}
 	app := strings.ToUpper(req.App)
 	now := r.now()
-
 	r.mu.RLock()
+	rn, step := r.renewLocked(app, &req, now)
+	r.mu.RUnlock()
+	if step == renewDone {
+		r.renews.inc(now)
+	}
+	return r.renewFinish(app, &req, &rn, step, now)
+}
+
+// renewStep is what the read-locked part of a heartbeat decided.
+type renewStep uint8
+
+const (
+	renewDone    renewStep = iota // renewed: count it, tell the listeners, check the dirty timestamp
+	renewStatic                   // a static lease: found, nothing to renew, nothing to count or send on
+	renewMissing                  // no lease, or the rule chain says UNKNOWN: ErrNotFound
+	renewCorrect                  // the status is corrected or a hold ends: renewCorrecting, under the write lock
+)
+
+// renewLocked is the part of a heartbeat done under the read lock, which
+// the caller holds (Renew, RenewAll): the lease looked up, the rule chain,
+// the lease renewed when that changes nothing else. rn is the renewal the
+// listeners get when step is renewDone.
+func (r *Registry) renewLocked(app string, req *RenewRequest, now time.Time) (rn Renewal, step renewStep) {
 	l := r.apps[app][req.ID]
 	if l == nil {
-		r.mu.RUnlock()
-		return ErrNotFound
+		return rn, renewMissing
 	}
 	if l.static {
-		// Nobody needs to heartbeat for it: found, nothing to renew, not a
-		// renewal to count or send on.
-		r.mu.RUnlock()
-		return nil
+		return rn, renewStatic
 	}
 	in := l.inst
-	rev := l.rev
-	s := r.evalStatus(in, l, req.FromPeer)
-	override := r.overrides[req.ID]
+	// The lease is stored under its instance's id, so req.ID is in.ID():
+	// one lookup for the rule chain and the renewal's override.
+	override, hasOverride := r.overrides[req.ID]
+	s := r.evalStatusWith(in, l, req.FromPeer, override, hasOverride)
 	if s == StatusUnknown {
-		r.mu.RUnlock()
-		return ErrNotFound
+		return rn, renewMissing
 	}
 	if s != in.Status || l.down&DownByHeld != 0 {
 		// A status correction, or the end of a hold, needs the write lock;
 		// rare.
-		r.mu.RUnlock()
-		return r.renewCorrecting(app, req, now)
+		return rn, renewCorrect
 	}
 	l.renew(now)
 	if !req.FromPeer {
 		l.direct.Store(now.UnixNano())
 	}
-	r.mu.RUnlock()
+	return Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer, Revision: l.rev}, renewDone
+}
 
-	r.renews.inc(now)
-	r.renewed(Renewal{App: app, ID: req.ID, Instance: in, OverriddenStatus: override, FromPeer: req.FromPeer, Revision: rev})
-	return r.checkDirty(app, req, in)
+// renewFinish is the rest of a heartbeat after renewLocked, outside the
+// registry's locks; a renewDone heartbeat has been counted by the caller.
+func (r *Registry) renewFinish(app string, req *RenewRequest, rn *Renewal, step renewStep, now time.Time) error {
+	switch step {
+	case renewStatic:
+		return nil
+	case renewMissing:
+		return ErrNotFound
+	case renewCorrect:
+		return r.renewCorrecting(app, *req, now)
+	}
+	r.renewed(*rn)
+	return r.checkDirty(app, *req, rn.Instance)
 }
 
 // renewCorrecting is Renew when the rule chain changes the stored status.

@@ -42,12 +42,12 @@ type upstream struct {
 	refused  atomic.Int64   // requests closed unanswered while down
 }
 
-func newUpstream(t *testing.T, clock *clocktest.Clock) *upstream {
+func newUpstream(t testing.TB, clock *clocktest.Clock) *upstream {
 	return newUpstreamWith(t, clock, nil)
 }
 
 // newUpstreamWith is newUpstream with a listener of the upstream's changes.
-func newUpstreamWith(t *testing.T, clock *clocktest.Clock, onEvent func(registry.Event)) *upstream {
+func newUpstreamWith(t testing.TB, clock *clocktest.Clock, onEvent func(registry.Event)) *upstream {
 	u := &upstream{requests: map[string]int{}}
 	var s *server.Server
 	u.reg = registry.New(registry.Options{Now: clock.Now,

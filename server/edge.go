@@ -42,6 +42,9 @@ type route struct {
 	// reads marks a POST that only reads (xDS's REST discovery, whose
 	// request is its body): every user may, as with a GET.
 	reads bool
+	// admin marks a route only an admin user may use, reads included
+	// (the profiles of /debug/pprof).
+	admin bool
 	// ownNamespace marks a route whose request names the namespace it
 	// reads (xDS's node): a user restricted to other namespaces passes
 	// the edge, and the handler checks the one the request names.
@@ -120,6 +123,10 @@ var routeTable = map[routeKey]route{
 	{http.MethodPost, routesXDS[1]}: {reads: true, ownNamespace: true},
 	{http.MethodPost, routesXDS[2]}: {reads: true, ownNamespace: true},
 	{http.MethodPost, routesXDS[3]}: {reads: true, ownNamespace: true},
+
+	{http.MethodGet, routePprof}:      {admin: true},
+	{http.MethodGet, routePprofName}:  {admin: true},
+	{http.MethodPost, routePprofName}: {admin: true},
 }
 
 // MountXDS serves h (package xds's REST-JSON handler) at the xDS routes,

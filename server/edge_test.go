@@ -79,7 +79,7 @@ func TestToolAPIIsNotARegistryFetch(t *testing.T) {
 // route the server registers, so that a renamed route cannot silently lose
 // its fetch kind, limits or write action.
 func TestRouteTableNamesRegisteredRoutes(t *testing.T) {
-	srv := New(Config{}, Deps{Registry: registry.New(registry.Options{})})
+	srv := New(Config{PProf: true}, Deps{Registry: registry.New(registry.Options{})})
 	srv.MountXDS(http.NotFoundHandler())
 	registered := map[routeKey]bool{}
 	for _, ri := range srv.Engine().Routes() {

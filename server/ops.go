@@ -287,6 +287,9 @@ func (o *Ops) authorize(c *gin.Context, rt *boundRoute) bool {
 	case p.namespaces != nil && !rt.ownNamespace && !slices.Contains(p.namespaces, o.namespace):
 		c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte("user "+p.name+" may not use namespace "+o.namespace))
 		return false
+	case rt.admin && !p.admin:
+		c.Data(http.StatusForbidden, "text/plain; charset=UTF-8", []byte("user "+p.name+" is not an admin"))
+		return false
 	case isRead(c.Request.Method) || rt.reads || p.admin:
 	case p.readOnly:
 		c.AbortWithStatus(http.StatusForbidden)

@@ -2,10 +2,13 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,36 +36,60 @@ func (s *Server) renewals(c *gin.Context) {
 	if !ok {
 		return
 	}
-	items, fast := scanRenewals(body)
+	buf, _ := renewBufs.Get().(*[]registry.RenewRequest)
+	if buf == nil {
+		buf = new([]registry.RenewRequest)
+	}
+	reqs, codes, fast := scanRenewals(body, (*buf)[:0])
+	defer func() {
+		if fast && cap(reqs) <= maxPooledRenewals {
+			clear(reqs) // the names point into this request's body
+			*buf = reqs[:0]
+			renewBufs.Put(buf)
+		}
+	}()
 	if !fast {
 		list, ok := decodeReplicationList(c, body)
 		if !ok {
 			return
 		}
-		items = make([]renewal, len(list))
+		reqs, codes = make([]registry.RenewRequest, len(list)), make([]uint16, len(list))
 		for i := range list {
 			it := &list[i]
-			items[i] = renewal{app: it.AppName, id: it.ID, action: string(it.Action), dirty: it.LastDirtyTimestamp, hasDirty: it.HasLastDirty}
+			reqs[i], codes[i] = renewal(it.AppName, it.ID, string(it.Action), it.LastDirtyTimestamp, it.HasLastDirty)
 		}
 	}
-	out := append(make([]byte, 0, len(`{"responseList":[]}`)+len(items)*len(`{"statusCode":200},`)), `{"responseList":[`...)
-	for i := range items {
-		it := &items[i]
+	// The heartbeats are applied together (registry.RenewAll: one clock
+	// read and read-lock round per chunk, each item with Renew's rules); an
+	// item refused here keeps its code and is left out.
+	if mayWrite != nil {
+		for i := range reqs {
+			if codes[i] == 0 && !mayWrite(reqs[i].App) {
+				codes[i] = http.StatusForbidden
+			}
+		}
+	}
+	pass := reqs
+	if slices.ContainsFunc(codes, func(c uint16) bool { return c != 0 }) {
+		pass = make([]registry.RenewRequest, 0, len(reqs))
+		for i := range reqs {
+			if codes[i] == 0 {
+				pass = append(pass, reqs[i])
+			}
+		}
+	}
+	next := 0 // the next item without a code: RenewAll answers in order
+	s.reg.RenewAll(pass, func(_ int, err error) {
+		for codes[next] != 0 {
+			next++
+		}
+		codes[next] = uint16(peerbatch.Status(err))
+		next++
+	})
+	out := append(make([]byte, 0, len(`{"responseList":[]}`)+len(codes)*len(`{"statusCode":200},`)), `{"responseList":[`...)
+	for i, code := range codes {
 		if i > 0 {
 			out = append(out, ',')
-		}
-		var code int
-		switch {
-		case it.action != string(compat.ActionHeartbeat):
-			code = http.StatusBadRequest
-		case mayWrite != nil && !mayWrite(it.app):
-			code = http.StatusForbidden
-		default:
-			req := registry.RenewRequest{App: it.app, ID: it.id}
-			if it.hasDirty {
-				req.LastDirtyTimestamp = time.UnixMilli(it.dirty)
-			}
-			code = peerbatch.Status(s.reg.Renew(req))
 		}
 		out = append(out, `{"statusCode":`...)
 		out = strconv.AppendInt(out, int64(code), 10)
@@ -71,42 +98,65 @@ func (s *Server) renewals(c *gin.Context) {
 	c.Data(http.StatusOK, compat.ContentTypeJSON, append(out, "]}"...))
 }
 
-// renewal is one item of a relay's renewals: what the answer depends on.
-type renewal struct {
-	app, id, action string
-	dirty           int64
-	hasDirty        bool
+// renewBufs holds the requests slices of POST goreka/renewals, which a
+// relay sends with thousands of items: allocated per request, they were a
+// large share of what the core allocated in a relay tier's heartbeats, and
+// the core's heap (the whole registry and its documents) makes every
+// allocation during a GC cycle pay for marking it (bench/relays.sh PROFILE).
+var renewBufs sync.Pool
+
+// maxPooledRenewals bounds the slices renewBufs keeps (a relay's batch).
+const maxPooledRenewals = 1 << 16
+
+// renewal is one item of a relay's renewals as the registry's request,
+// and its code when it is refused before it: an item that is not a
+// Heartbeat is a 400.
+func renewal(app, id, action string, dirty int64, hasDirty bool) (registry.RenewRequest, uint16) {
+	req := registry.RenewRequest{App: app, ID: id}
+	if hasDirty {
+		req.LastDirtyTimestamp = time.UnixMilli(dirty)
+	}
+	if action != string(compat.ActionHeartbeat) {
+		return req, http.StatusBadRequest
+	}
+	return req, 0
 }
 
 // scanRenewals reads the replication list as compat.AppendReplicationList
 // writes it: no white space, members appName, id, lastDirtyTimestamp,
 // overriddenStatus, status and action in any order, strings without
-// escapes, no instanceInfo. It copies the body into one string whose
-// substrings are the items' names (no allocation per item; a name a
-// listener keeps, such as a replication task's, keeps the body's string
-// alive until it is dropped). For anything else it returns false, and the
+// escapes, no instanceInfo. The items' names are substrings of the body,
+// which scanRenewals takes as a string without a copy: the caller never
+// writes to body again (no allocation per item; a name a listener keeps,
+// such as a replication task's, keeps the body alive until it is
+// dropped). The requests are appended to into. For anything else it returns false, and the
 // caller decodes the list in general, so that both paths answer the same.
-func scanRenewals(body []byte) ([]renewal, bool) {
+func scanRenewals(body []byte, into []registry.RenewRequest) ([]registry.RenewRequest, []uint16, bool) {
 	const head, tail = `{"replicationList":[`, `]}`
-	s := string(body)
+	s := unsafe.String(unsafe.SliceData(body), len(body))
 	if !strings.HasPrefix(s, head) || !strings.HasSuffix(s, tail) {
-		return nil, false
+		return nil, nil, false
 	}
 	s = s[len(head) : len(s)-len(tail)]
 	if s == "" {
-		return nil, true
+		return nil, nil, true
 	}
-	items := make([]renewal, 0, strings.Count(s, `"action":`))
+	n := strings.Count(s, "}") // the items, or more (a '}' in a string): a capacity, counted by one fast byte count
+	reqs, codes := slices.Grow(into[:0], n), make([]uint16, 0, n)
 	for {
 		if s == "" || s[0] != '{' {
-			return nil, false
+			return nil, nil, false
 		}
 		s = s[1:]
-		var it renewal
+		var it struct {
+			app, id, action string
+			dirty           int64
+			hasDirty        bool
+		}
 		for {
 			key, rest, ok := plainString(s)
 			if !ok || rest == "" || rest[0] != ':' {
-				return nil, false
+				return nil, nil, false
 			}
 			s = rest[1:]
 			if key == "lastDirtyTimestamp" {
@@ -117,13 +167,13 @@ func scanRenewals(body []byte) ([]renewal, bool) {
 				digits := strings.TrimPrefix(s[:n], "-")
 				v, err := strconv.ParseInt(s[:n], 10, 64)
 				if err != nil || len(digits) > 1 && digits[0] == '0' { // JSON has no leading zeros
-					return nil, false
+					return nil, nil, false
 				}
 				it.dirty, it.hasDirty, s = v, true, s[n:]
 			} else {
 				v, rest, ok := plainString(s)
 				if !ok {
-					return nil, false
+					return nil, nil, false
 				}
 				switch key {
 				case "appName":
@@ -134,28 +184,29 @@ func scanRenewals(body []byte) ([]renewal, bool) {
 					it.action = v
 				case "status", "overriddenStatus":
 				default:
-					return nil, false
+					return nil, nil, false
 				}
 				s = rest
 			}
 			if s == "" {
-				return nil, false
+				return nil, nil, false
 			}
 			if s[0] == '}' {
 				s = s[1:]
 				break
 			}
 			if s[0] != ',' {
-				return nil, false
+				return nil, nil, false
 			}
 			s = s[1:]
 		}
-		items = append(items, it)
+		req, code := renewal(it.app, it.id, it.action, it.dirty, it.hasDirty)
+		reqs, codes = append(reqs, req), append(codes, code)
 		if s == "" {
-			return items, true
+			return reqs, codes, true
 		}
 		if s[0] != ',' {
-			return nil, false
+			return nil, nil, false
 		}
 		s = s[1:]
 	}

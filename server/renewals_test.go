@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestRenewalItemDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items at random (make test runs this once without it)")
 	}
-	if _, ok := scanRenewals(renewalsBody(3)); !ok {
+	if _, _, ok := scanRenewals(renewalsBody(3), nil); !ok {
 		t.Fatal("the relay's renewals body is not read by scanRenewals")
 	}
 	srv, _ := benchServer(t, 1000)
@@ -119,7 +120,7 @@ func FuzzScanRenewals(f *testing.F) {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := scanRenewals(body)
+		got, codes, ok := scanRenewals(slices.Clone(body), nil)
 		if !ok {
 			return
 		}
@@ -127,13 +128,13 @@ func FuzzScanRenewals(f *testing.F) {
 		if err != nil {
 			t.Fatalf("scanRenewals read %q, which does not decode: %v", body, err)
 		}
-		if len(list) != len(got) {
+		if len(list) != len(got) || len(codes) != len(got) {
 			t.Fatalf("scanRenewals read %d items of %q, the decoder %d", len(got), body, len(list))
 		}
 		for i, it := range list {
-			want := renewal{app: it.AppName, id: it.ID, action: string(it.Action), dirty: it.LastDirtyTimestamp, hasDirty: it.HasLastDirty}
-			if got[i] != want {
-				t.Fatalf("item %d of %q: scanRenewals %+v, the decoder %+v", i, body, got[i], want)
+			want, code := renewal(it.AppName, it.ID, string(it.Action), it.LastDirtyTimestamp, it.HasLastDirty)
+			if got[i] != want || codes[i] != code {
+				t.Fatalf("item %d of %q: scanRenewals %+v (%d), the decoder %+v (%d)", i, body, got[i], codes[i], want, code)
 			}
 		}
 	})

@@ -44,6 +44,9 @@ type Config struct {
 	// FetchLimit is goreka.fetch-limit.*: per-client fetch limits; the zero
 	// value is off (see FetchLimitConfig).
 	FetchLimit FetchLimitConfig
+	// PProf serves net/http/pprof's profiles at /debug/pprof/
+	// (goreka.debug.pprof-enabled; pprof.go), admins only.
+	PProf bool
 }
 
 // Gate decides whether registry reads are served yet (Eureka's
@@ -167,6 +170,9 @@ func New(cfg Config, d Deps) *Server {
 	s.engine.NoRoute(func(c *gin.Context) { c.Data(http.StatusNotFound, gin.MIMEPlain, body404) })
 	s.engine.NoMethod(func(c *gin.Context) { c.Data(http.StatusMethodNotAllowed, gin.MIMEPlain, body405) })
 	s.routes()
+	if cfg.PProf {
+		s.mountPprof()
+	}
 	return s
 }
 

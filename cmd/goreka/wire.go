@@ -140,7 +140,7 @@ func replicationConfig(cfg *config.Config, now func() time.Time, log *slog.Logge
 func serverConfig(cfg *config.Config) server.Config {
 	es, fl := cfg.EurekaServer, cfg.Goreka.FetchLimit
 	return server.Config{
-		DisableDelta:      cfg.EurekaServer.DisableDelta,
+		DisableDelta: cfg.EurekaServer.DisableDelta, PProf: cfg.Goreka.PProf,
 		MaxBodyBytes:      cfg.Goreka.HTTP.MaxBodyBytes,
 		MaxBatchBodyBytes: cfg.Goreka.HTTP.MaxBatchBodyBytes,
 		RateLimit: server.RateLimitConfig{

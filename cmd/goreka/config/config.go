@@ -199,6 +199,7 @@ type GorekaConfig struct {
 	LogFormat   string // goreka.log.format: text or json
 	AccessLog   bool   // goreka.access-log
 	ConsulAPI   bool   // goreka.consul-api.enabled
+	PProf       bool   // goreka.debug.pprof-enabled
 	HTTP        HTTPConfig
 	PrintConfig bool // goreka.print-config
 	Health      HealthConfig
