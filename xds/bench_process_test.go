@@ -211,7 +211,23 @@ func benchServerMemory(b *testing.B, mode string, n int) {
 
 	s := New(Config{ZonePriority: true, HeldAsUnhealthy: true, Logger: slog.New(slog.DiscardHandler)})
 	b.Cleanup(s.Close)
+	built := make(chan struct{})
+	var once sync.Once
+	want := reg.Revision()
+	s.synced = func(_ string, rev int64) {
+		if rev >= want {
+			once.Do(func() { close(built) })
+		}
+	}
 	s.Attach("default", reg)
+	<-built
+	// attached: the server has built every resource, no client yet.
+	attached := measure()
+	if os.Getenv("XDS_BENCH_HEAPPROFILE") != "" {
+		// Every allocation from here on in the profile (the ones before
+		// are sampled as usual): what the clients' streams leave.
+		runtime.MemProfileRate = 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	if err := s.Start(ctx, "127.0.0.1:0"); err != nil {
@@ -287,17 +303,18 @@ func benchServerMemory(b *testing.B, mode string, n int) {
 	}
 	if os.Getenv("XDS_BENCH_MEMLOG") != "" {
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "%-45s %14s %14s %14s\n", "memory (bytes)", "start", "registry", "registry+xDS")
-		row := func(k string, a, r, e int64) { fmt.Fprintf(&sb, "%-45s %14d %14d %14d\n", k, a, r, e) }
-		row("heap (live after 2 GCs)", base.heap, regp.heap, end.heap)
-		row("VmRSS before FreeOSMemory", base.idleRSS, regp.idleRSS, end.idleRSS)
-		row("VmRSS after FreeOSMemory", base.rss, regp.rss, end.rss)
-		for _, k := range []string{"RssAnon", "RssFile", "RssShmem"} {
-			row(k, base.status[k], regp.status[k], end.status[k])
+		fmt.Fprintf(&sb, "%-45s %14s %14s %14s %14s\n", "memory (bytes)", "start", "registry", "xDS built", "100 clients")
+		row := func(k string, p func(memPoint) int64) {
+			fmt.Fprintf(&sb, "%-45s %14d %14d %14d %14d\n", k, p(base), p(regp), p(attached), p(end))
 		}
-		row("VmHWM (peak since the registry was loaded)", 0, 0, peak)
+		row("heap (live after 2 GCs)", func(p memPoint) int64 { return p.heap })
+		row("VmRSS before FreeOSMemory", func(p memPoint) int64 { return p.idleRSS })
+		row("VmRSS after FreeOSMemory", func(p memPoint) int64 { return p.rss })
+		for _, k := range []string{"RssAnon", "RssFile", "VmHWM"} {
+			row(k, func(p memPoint) int64 { return p.status[k] })
+		}
 		for _, k := range memClasses {
-			row(k, base.classes[k], regp.classes[k], end.classes[k])
+			row(k, func(p memPoint) int64 { return p.classes[k] })
 		}
 		b.Logf("%s/%d, GOMAXPROCS %d:\n%s", mode, n, runtime.GOMAXPROCS(0), sb.String())
 	}

@@ -216,7 +216,7 @@ func benchPush(b *testing.B, mode string, n int) {
 			b.Cleanup(s.Close)
 			s.Attach("default", reg)
 			lis := bufconn.Listen(1 << 20)
-			gs := grpc.NewServer()
+			gs := grpc.NewServer(s.grpcOptions()...) // as Start serves
 			s.Register(gs)
 			go gs.Serve(lis)
 			b.Cleanup(gs.Stop)

@@ -1,0 +1,231 @@
+package xds
+
+import (
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// shareMin is the size from which a resource's bytes are handed to the
+// transport as they are rather than copied into the encoded message.
+const shareMin = 512
+
+// codec is the gRPC codec of the xDS port: gRPC's proto codec, except
+// that a response is encoded around its resources' bytes instead of into
+// a copy of them. A resource's bytes are the cache's (a cluster's) or a
+// zone's rendering (an assignment's, shared by the streams that send it
+// while any holds it, render.go); gRPC's codec copies every one into a
+// buffer of the whole message per stream, which it holds until the
+// client's flow-control window lets it out. At 100k instances a
+// stream's first EDS answer is ~10 MB: 100 clients connecting at once
+// held ~1 GB of copies (BENCHMARKS.md, xDS, the server's own memory).
+// Here each resource's bytes are a piece of the message's buffer slice,
+// between small runs of the fields around them; the bytes on the wire are
+// proto.Marshal's (same fields, same order: TestCodecIsProtoMarshal).
+type codec struct{ proto encoding.CodecV2 }
+
+func newCodec() codec { return codec{encoding.GetCodecV2(grpcproto.Name)} }
+
+func (c codec) Name() string { return c.proto.Name() }
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *discovery.DiscoveryResponse:
+		if shares(m.GetResources(), func(a *anypb.Any) *anypb.Any { return a }) {
+			return marshalSotw(m)
+		}
+	case *discovery.DeltaDiscoveryResponse:
+		if shares(m.GetResources(), (*discovery.Resource).GetResource) {
+			return marshalDelta(m)
+		}
+	}
+	return c.proto.Marshal(v)
+}
+
+// shares reports whether any of rs carries bytes worth sharing (and none
+// is nil, which proto.Marshal refuses).
+func shares[R comparable](rs []R, res func(R) *anypb.Any) bool {
+	var zero R
+	big := false
+	for _, r := range rs {
+		if r == zero {
+			return false
+		}
+		big = big || len(res(r).GetValue()) >= shareMin
+	}
+	return big
+}
+
+func marshalSotw(m *discovery.DiscoveryResponse) (mem.BufferSlice, error) {
+	b := pieces{run: make([]byte, 0, 64+48*len(m.Resources))}
+	b.str(1, m.GetVersionInfo())
+	for _, a := range m.Resources {
+		if err := b.any(2, a); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.rest(m, 1, 2); err != nil {
+		return nil, err
+	}
+	return b.done(), nil
+}
+
+func marshalDelta(m *discovery.DeltaDiscoveryResponse) (mem.BufferSlice, error) {
+	b := pieces{run: make([]byte, 0, 64+96*len(m.Resources))}
+	b.str(1, m.GetSystemVersionInfo())
+	for _, r := range m.Resources {
+		if err := b.resource(2, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.rest(m, 1, 2); err != nil {
+		return nil, err
+	}
+	return b.done(), nil
+}
+
+// pieces is an encoded message being built: the finished pieces and the
+// run of small fields being appended to.
+type pieces struct {
+	out mem.BufferSlice
+	run []byte
+}
+
+// bytes appends p as it is: shared when large, copied into the run when
+// small.
+func (b *pieces) bytes(p []byte) {
+	if len(p) < shareMin {
+		b.run = append(b.run, p...)
+		return
+	}
+	b.flush()
+	b.out = append(b.out, mem.SliceBuffer(p))
+}
+
+func (b *pieces) flush() {
+	if len(b.run) > 0 {
+		b.out = append(b.out, mem.SliceBuffer(b.run))
+		b.run = b.run[len(b.run):] // appended to past its end: the piece is not written again
+	}
+}
+
+func (b *pieces) done() mem.BufferSlice {
+	b.flush()
+	return b.out
+}
+
+// str appends string field n (nothing when empty, as proto3 does).
+func (b *pieces) str(n protowire.Number, s string) {
+	if s != "" {
+		b.run = protowire.AppendTag(b.run, n, protowire.BytesType)
+		b.run = protowire.AppendString(b.run, s)
+	}
+}
+
+// lenField appends the tag and length of message field n of size size.
+func (b *pieces) lenField(n protowire.Number, size int) {
+	b.run = protowire.AppendTag(b.run, n, protowire.BytesType)
+	b.run = protowire.AppendVarint(b.run, uint64(size))
+}
+
+func sizeStr(n protowire.Number, s int) int {
+	if s == 0 {
+		return 0
+	}
+	return protowire.SizeTag(n) + protowire.SizeBytes(s)
+}
+
+func sizeMsg(n protowire.Number, s int) int { return protowire.SizeTag(n) + protowire.SizeBytes(s) }
+
+// anySize is the size of a's encoding, 0 and false when a has unknown
+// fields (then it is marshalled whole).
+func anySize(a *anypb.Any) (int, bool) {
+	if len(a.ProtoReflect().GetUnknown()) > 0 {
+		return 0, false
+	}
+	return sizeStr(1, len(a.GetTypeUrl())) + sizeStr(2, len(a.GetValue())), true
+}
+
+// any appends a as message field n, its value shared.
+func (b *pieces) any(n protowire.Number, a *anypb.Any) error {
+	size, ok := anySize(a)
+	if !ok {
+		return b.whole(n, a)
+	}
+	b.lenField(n, size)
+	b.anyBody(a)
+	return nil
+}
+
+func (b *pieces) anyBody(a *anypb.Any) {
+	b.str(1, a.GetTypeUrl())
+	if v := a.GetValue(); len(v) > 0 {
+		b.lenField(2, len(v))
+		b.bytes(v)
+	}
+}
+
+// resource appends r as message field n: its version, its resource
+// (shared) and its name, the fields goreka's answers set; a resource with
+// any other field is marshalled whole.
+func (b *pieces) resource(n protowire.Number, r *discovery.Resource) error {
+	plain := len(r.ProtoReflect().GetUnknown()) == 0 && r.ResourceName == nil && len(r.Aliases) == 0 &&
+		r.Ttl == nil && r.CacheControl == nil && r.Metadata == nil
+	as, ok := 0, true
+	if r.Resource != nil {
+		as, ok = anySize(r.Resource)
+	}
+	if !plain || !ok {
+		return b.whole(n, r)
+	}
+	size := sizeStr(1, len(r.Version)) + sizeStr(3, len(r.Name))
+	if r.Resource != nil {
+		size += sizeMsg(2, as)
+	}
+	b.lenField(n, size)
+	b.str(1, r.Version)
+	if r.Resource != nil {
+		b.lenField(2, as)
+		b.anyBody(r.Resource)
+	}
+	b.str(3, r.Name)
+	return nil
+}
+
+// whole appends m, marshalled, as message field n.
+func (b *pieces) whole(n protowire.Number, m proto.Message) error {
+	enc, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b.lenField(n, len(enc))
+	b.run = append(b.run, enc...)
+	return nil
+}
+
+// rest appends the fields of m other than skip (and its unknown fields):
+// those after the ones appended already, in proto.Marshal's order.
+func (b *pieces) rest(m proto.Message, skip ...protoreflect.FieldNumber) error {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		for _, n := range skip {
+			if fd.Number() == n {
+				return true
+			}
+		}
+		dst.Set(fd, v)
+		return true
+	})
+	dst.SetUnknown(src.GetUnknown())
+	var err error
+	b.run, err = proto.MarshalOptions{}.MarshalAppend(b.run, dst.Interface())
+	return err
+}
