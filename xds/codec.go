@@ -38,33 +38,47 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unm
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	switch m := v.(type) {
 	case *discovery.DiscoveryResponse:
-		if shares(m.GetResources(), func(a *anypb.Any) *anypb.Any { return a }) {
-			return marshalSotw(m)
+		if n, run := shares(m.GetResources(), func(a *anypb.Any) *anypb.Any { return a }); n > 0 {
+			return marshalSotw(m, newPieces(n, run))
 		}
 	case *discovery.DeltaDiscoveryResponse:
-		if shares(m.GetResources(), (*discovery.Resource).GetResource) {
-			return marshalDelta(m)
+		if n, run := shares(m.GetResources(), (*discovery.Resource).GetResource); n > 0 {
+			return marshalDelta(m, newPieces(n, run+len(m.Resources)*32))
 		}
 	}
 	return c.proto.Marshal(v)
 }
 
-// shares reports whether any of rs carries bytes worth sharing (and none
-// is nil, which proto.Marshal refuses).
-func shares[R comparable](rs []R, res func(R) *anypb.Any) bool {
+// shares is how many of rs carry bytes worth sharing (0 when one is nil,
+// which proto.Marshal refuses), and about how many bytes the runs between
+// them take.
+func shares[R comparable](rs []R, res func(R) *anypb.Any) (n, run int) {
 	var zero R
-	big := false
+	run = 64
 	for _, r := range rs {
 		if r == zero {
-			return false
+			return 0, 0
 		}
-		big = big || len(res(r).GetValue()) >= shareMin
+		a := res(r)
+		if v := len(a.GetValue()); v >= shareMin {
+			n++
+		} else {
+			run += v
+		}
+		run += 16 + len(a.GetTypeUrl())
 	}
-	return big
+	return n, run
 }
 
-func marshalSotw(m *discovery.DiscoveryResponse) (mem.BufferSlice, error) {
-	b := pieces{run: make([]byte, 0, 64+48*len(m.Resources))}
+// newPieces is a message of n shared pieces, its runs run bytes: the
+// pieces' slice and their boxes are made once, at their size (a first
+// answer has 2,000 resources per stream: grown piece by piece, they were
+// garbage of every size, interleaved with what the streams keep).
+func newPieces(n, run int) pieces {
+	return pieces{out: make(mem.BufferSlice, 0, 2*n+2), boxes: make([]mem.SliceBuffer, 0, 2*n+2), run: make([]byte, 0, run)}
+}
+
+func marshalSotw(m *discovery.DiscoveryResponse, b pieces) (mem.BufferSlice, error) {
 	b.str(1, m.GetVersionInfo())
 	for _, a := range m.Resources {
 		if err := b.any(2, a); err != nil {
@@ -77,8 +91,7 @@ func marshalSotw(m *discovery.DiscoveryResponse) (mem.BufferSlice, error) {
 	return b.done(), nil
 }
 
-func marshalDelta(m *discovery.DeltaDiscoveryResponse) (mem.BufferSlice, error) {
-	b := pieces{run: make([]byte, 0, 64+96*len(m.Resources))}
+func marshalDelta(m *discovery.DeltaDiscoveryResponse, b pieces) (mem.BufferSlice, error) {
 	b.str(1, m.GetSystemVersionInfo())
 	for _, r := range m.Resources {
 		if err := b.resource(2, r); err != nil {
@@ -92,10 +105,21 @@ func marshalDelta(m *discovery.DeltaDiscoveryResponse) (mem.BufferSlice, error) 
 }
 
 // pieces is an encoded message being built: the finished pieces and the
-// run of small fields being appended to.
+// run of small fields being appended to; boxes hold the pieces, so that
+// each is not a separate allocation.
 type pieces struct {
-	out mem.BufferSlice
-	run []byte
+	out   mem.BufferSlice
+	boxes []mem.SliceBuffer
+	run   []byte
+}
+
+func (b *pieces) add(p []byte) {
+	if len(b.boxes) == cap(b.boxes) {
+		b.out = append(b.out, mem.SliceBuffer(p))
+		return
+	}
+	b.boxes = append(b.boxes, p) // within its capacity: earlier boxes stay where they are
+	b.out = append(b.out, &b.boxes[len(b.boxes)-1])
 }
 
 // bytes appends p as it is: shared when large, copied into the run when
@@ -106,12 +130,12 @@ func (b *pieces) bytes(p []byte) {
 		return
 	}
 	b.flush()
-	b.out = append(b.out, mem.SliceBuffer(p))
+	b.add(p)
 }
 
 func (b *pieces) flush() {
 	if len(b.run) > 0 {
-		b.out = append(b.out, mem.SliceBuffer(b.run))
+		b.add(b.run)
 		b.run = b.run[len(b.run):] // appended to past its end: the piece is not written again
 	}
 }
