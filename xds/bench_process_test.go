@@ -161,6 +161,7 @@ type memPoint struct {
 	idleRSS int64 // before it: what ps shows
 	status  map[string]int64
 	classes map[string]int64
+	bySize  [68]int64 // live objects per size class (MemStats.BySize)
 }
 
 func measure() memPoint {
@@ -170,6 +171,11 @@ func measure() memPoint {
 	p.rss = rss()
 	p.status = procStatus()
 	p.classes = readClasses()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	for i, c := range ms.BySize {
+		p.bySize[i] = int64(c.Mallocs) - int64(c.Frees)
+	}
 	return p
 }
 
@@ -315,6 +321,14 @@ func benchServerMemory(b *testing.B, mode string, n int) {
 		}
 		for _, k := range memClasses {
 			row(k, func(p memPoint) int64 { return p.classes[k] })
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(&sb, "live objects the clients added, by size class (> 256 KB):\n")
+		for i, c := range ms.BySize {
+			if d := end.bySize[i] - attached.bySize[i]; d*int64(c.Size) > 256<<10 {
+				fmt.Fprintf(&sb, "  %6d B: %8d objects, %6.1f MB\n", c.Size, d, float64(d*int64(c.Size))/(1<<20))
+			}
 		}
 		b.Logf("%s/%d, GOMAXPROCS %d:\n%s", mode, n, runtime.GOMAXPROCS(0), sb.String())
 	}
