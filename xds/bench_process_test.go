@@ -93,6 +93,9 @@ func benchClientProcess(addr string) int {
 		} else {
 			go c.run(fail, ctx, cc, i, names)
 		}
+		if os.Getenv(benchClientsEnv+"_ONEBYONE") != "" {
+			c.wait(1)
+		}
 	}
 	io.Copy(io.Discard, os.Stdin)
 	return 0
@@ -195,8 +198,11 @@ func resetPeak() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 // (what ps shows), xds-peak-rss/registry-rss the high-water mark from the
 // clients' connecting to the end of the pushes beyond the registry's
 // resident set. cpu-ms/push is the server's CPU only. Set
-// XDS_BENCH_HEAPPROFILE=path for a heap profile, XDS_BENCH_MEMLOG=1 for
-// the runtime's memory classes at both points.
+// XDS_BENCH_HEAPPROFILE=path for a heap profile (every allocation after
+// the server built its resources), XDS_BENCH_MEMLOG=1 for the runtime's
+// memory classes at each point, GOREKA_XDS_BENCH_CLIENTS_ONEBYONE=1 to
+// connect the clients one after another (each once the previous one got
+// its endpoints) instead of all at once.
 func BenchmarkXDSServerMemory(b *testing.B) {
 	for _, mode := range []string{"sotw", "delta"} {
 		for _, n := range []int{10_000, 100_000} {
