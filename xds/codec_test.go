@@ -10,6 +10,7 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -55,7 +56,7 @@ func TestCodecIsProtoMarshal(t *testing.T) {
 			{Name: "ttl", Ttl: durationpb.New(5e9), Aliases: []string{"a"}, Resource: &anypb.Any{Value: big}},
 		},
 	}
-	c := newCodec()
+	c := newCodec(nil)
 	for _, m := range []proto.Message{sotw, delta} {
 		want, err := proto.Marshal(m)
 		if err != nil {
@@ -99,3 +100,41 @@ func TestCodecIsProtoMarshal(t *testing.T) {
 
 // protoWireField99 is an unknown field (number 99, a string).
 func protoWireField99() []byte { return []byte{0x9a, 0x06, 0x02, 'h', 'i'} }
+
+func TestCodecDecodesRequestNamesAsTheTables(t *testing.T) {
+	var names nameTable
+	held := names.add(strings.Clone("orders"))
+	c := newCodec(&names)
+	req := &discovery.DiscoveryRequest{
+		VersionInfo: "3", TypeUrl: resource.EndpointType, ResponseNonce: "7",
+		Node:          &core.Node{Id: "envoy-1", Cluster: "c"},
+		ResourceNames: []string{"orders", "unknown", "orders"},
+	}
+	req.ProtoReflect().SetUnknown(protoWireField99())
+	enc, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got discovery.DiscoveryRequest
+	// Two pieces, as a request read off the wire in two frames is.
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(enc[:5]), mem.SliceBuffer(enc[5:])}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(&got, req) {
+		t.Fatalf("decoded %v, sent %v", &got, req)
+	}
+	for _, i := range []int{0, 2} {
+		if unsafe.StringData(got.ResourceNames[i]) != unsafe.StringData(held) {
+			t.Errorf("name %d is a copy of its own, not the table's", i)
+		}
+	}
+	// A name that is not UTF-8 is refused, as the proto codec refuses it.
+	bad := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "\xff")
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bad)}, &got); err == nil {
+		t.Error("a resource name that is not UTF-8 was accepted")
+	}
+	// Truncated: an error, not a panic.
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(enc[:len(enc)-3])}, &got); err == nil {
+		t.Error("a truncated request was accepted")
+	}
+}

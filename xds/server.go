@@ -375,8 +375,9 @@ func (s *Server) grpcOptions() []grpc.ServerOption {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.MaxConcurrentStreams(1000),
 		// Responses are encoded around their resources' bytes, not into a
-		// copy of them per stream (codec.go).
-		grpc.ForceServerCodecV2(newCodec()),
+		// copy of them per stream, and requests' names decoded as the
+		// server's copies (codec.go).
+		grpc.ForceServerCodecV2(newCodec(&s.names)),
 	)
 }
 
