@@ -52,27 +52,47 @@ func benchFleet(b *testing.B, reg *registry.Registry, n int) []string {
 }
 
 // benchClient is one subscribed client: the latest EDS revision it got.
+// seen, when set, is called after rev rose (the client process's report).
 type benchClient struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	rev  int64
+	seen func()
+}
+
+// got records an EDS response at revision r.
+func (c *benchClient) got(r int64) {
+	c.mu.Lock()
+	rose := r > c.rev
+	c.rev = max(c.rev, r)
+	c.mu.Unlock()
+	c.cond.Broadcast()
+	if rose && c.seen != nil {
+		c.seen()
+	}
+}
+
+func (c *benchClient) last() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rev
 }
 
 // runDelta is run over the delta protocol (Envoy's DELTA_GRPC): ACKs name
 // nothing, only the nonce.
-func (c *benchClient) runDelta(b *testing.B, ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
+func (c *benchClient) runDelta(fail func(...any), ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
 	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
 	if err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	n := &core.Node{Id: "bench-" + strconv.Itoa(id), UserAgentName: "envoy", Locality: &core.Locality{Zone: "z" + strconv.Itoa(1+id%2)}}
 	if err := st.Send(&discovery.DeltaDiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	if err := st.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNamesSubscribe: names}); err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	for {
@@ -82,10 +102,7 @@ func (c *benchClient) runDelta(b *testing.B, ctx context.Context, cc *grpc.Clien
 		}
 		if resp.GetTypeUrl() == resource.EndpointType {
 			if r, ok := leadingRevision(resp.GetSystemVersionInfo()); ok {
-				c.mu.Lock()
-				c.rev = max(c.rev, r)
-				c.mu.Unlock()
-				c.cond.Broadcast()
+				c.got(r)
 			}
 		}
 		if err := st.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
@@ -94,19 +111,19 @@ func (c *benchClient) runDelta(b *testing.B, ctx context.Context, cc *grpc.Clien
 	}
 }
 
-func (c *benchClient) run(b *testing.B, ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
+func (c *benchClient) run(fail func(...any), ctx context.Context, cc *grpc.ClientConn, id int, names []string) {
 	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
 	if err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	n := &core.Node{Id: "bench-" + strconv.Itoa(id), UserAgentName: "envoy", Locality: &core.Locality{Zone: "z" + strconv.Itoa(1+id%2)}}
 	if err := st.Send(&discovery.DiscoveryRequest{Node: n, TypeUrl: resource.ClusterType}); err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	if err := st.Send(&discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: names}); err != nil {
-		b.Error(err)
+		fail(err)
 		return
 	}
 	for {
@@ -118,10 +135,7 @@ func (c *benchClient) run(b *testing.B, ctx context.Context, cc *grpc.ClientConn
 		if resp.GetTypeUrl() == resource.EndpointType {
 			req.ResourceNames = names
 			if r, ok := leadingRevision(resp.GetVersionInfo()); ok {
-				c.mu.Lock()
-				c.rev = max(c.rev, r)
-				c.mu.Unlock()
-				c.cond.Broadcast()
+				c.got(r)
 			}
 		}
 		if err := st.Send(req); err != nil {
@@ -202,7 +216,7 @@ func benchPush(b *testing.B, mode string, n int) {
 			b.Cleanup(s.Close)
 			s.Attach("default", reg)
 			lis := bufconn.Listen(1 << 20)
-			gs := grpc.NewServer()
+			gs := grpc.NewServer(s.grpcOptions()...) // as Start serves
 			s.Register(gs)
 			go gs.Serve(lis)
 			b.Cleanup(gs.Stop)
@@ -222,9 +236,9 @@ func benchPush(b *testing.B, mode string, n int) {
 				c.cond = sync.NewCond(&c.mu)
 				clients[i] = c
 				if mode == "delta" {
-					go c.runDelta(b, ctx, cc, i, names)
+					go c.runDelta(b.Error, ctx, cc, i, names)
 				} else {
-					go c.run(b, ctx, cc, i, names)
+					go c.run(b.Error, ctx, cc, i, names)
 				}
 			}
 			start := reg.Revision()

@@ -278,9 +278,10 @@ func (s *subState) release(w *watcher) {
 }
 
 // nameTable is the names the server's namespaces have instances under,
-// each held once: a request's resource names (decoded afresh from every
-// request, 2,000 strings per SotW ACK at 100k instances) are replaced by
-// these before go-control-plane's server keys its subscription with them
+// each held once: a request's resource names (2,000 per SotW ACK at 100k
+// instances) are decoded as these by the gRPC codec (codec.go), and
+// replaced by these (the REST form's, delta's) before go-control-plane's
+// server keys its subscription with them
 // and the caches intern them, so that what each stream keeps refers to
 // the one copy. Names nobody has are left as they are (and not added:
 // clients cannot grow the table).

@@ -360,6 +360,27 @@ func (s *Server) Register(gs *grpc.Server) {
 	listenerservice.RegisterListenerDiscoveryServiceServer(gs, s.xds)
 }
 
+// grpcOptions are the options of the server Start serves on: the TLS and
+// authentication ones, keepalives, and the codec.
+func (s *Server) grpcOptions() []grpc.ServerOption {
+	return append(s.serverOptions(),
+		// xDS streams live long and are quiet between changes: let clients
+		// keep them alive (Envoy and grpc-go ping no more than every 10 s
+		// unless configured otherwise).
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// And find the dead ones: a client gone without a FIN (a killed
+		// node, a dropped NAT entry) is pinged after 30 s of silence and
+		// its streams closed 10 s later, so its watches and its count in
+		// goreka_xds_clients do not outlive it.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.MaxConcurrentStreams(1000),
+		// Responses are encoded around their resources' bytes, not into a
+		// copy of them per stream, and requests' names decoded as the
+		// server's copies (codec.go).
+		grpc.ForceServerCodecV2(newCodec(&s.names)),
+	)
+}
+
 // Start listens on addr (host:port) and serves gRPC until ctx is done or
 // Close is called. It returns the listener's error, so that a taken port
 // fails start-up. On a nil Server it does nothing.
@@ -371,18 +392,7 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("xds: %w", err)
 	}
-	s.grpc = grpc.NewServer(append(s.serverOptions(),
-		// xDS streams live long and are quiet between changes: let clients
-		// keep them alive (Envoy and grpc-go ping no more than every 10 s
-		// unless configured otherwise).
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		// And find the dead ones: a client gone without a FIN (a killed
-		// node, a dropped NAT entry) is pinged after 30 s of silence and
-		// its streams closed 10 s later, so its watches and its count in
-		// goreka_xds_clients do not outlive it.
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.MaxConcurrentStreams(1000),
-	)...)
+	s.grpc = grpc.NewServer(s.grpcOptions()...)
 	s.Register(s.grpc)
 	s.addr = lis.Addr()
 	s.wg.Go(func() {

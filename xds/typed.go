@@ -105,8 +105,10 @@ type entry struct {
 	body
 	ver uint64
 	// delta is its delta form, made on first use and then shared (a whole
-	// resource's only: a rendered one is made per answer).
+	// resource's only: a rendered one is made per answer, with vs, its
+	// version, made once).
 	delta *discovery.Resource
+	vs    string
 }
 
 // resource is e as sent: its Any, rendered for an assignment's zone.
@@ -149,7 +151,10 @@ func (t *typed) deltaOf(name string, e *entry, jobs *[]renderJob) *discovery.Res
 	if e.delta != nil {
 		return e.delta
 	}
-	r := &discovery.Resource{Name: name, Version: t.version(e.ver), Resource: t.lazy(e, jobs)}
+	if e.vs == "" {
+		e.vs = t.version(e.ver)
+	}
+	r := &discovery.Resource{Name: name, Version: e.vs, Resource: t.lazy(e, jobs)}
 	if e.cla == nil {
 		e.delta = r
 	}
