@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,12 @@ func TestSegmentedGzipIsServedAsItsPieces(t *testing.T) {
 			for j := range p {
 				p[j] = 'a' + byte(rng.IntN(26))
 			}
+			if i == 25 { // a piece larger than WriteGzip's gathered writes (noise: stored blocks): written alone
+				p = make([]byte, writeChunk+rng.IntN(writeChunk))
+				for j := range p {
+					p[j] = byte(rng.Uint32())
+				}
+			}
 			want.Write(p)
 			s := NewSegment(p, time.Unix(int64(1000+i), 0))
 			segs = append(segs, s)
@@ -213,6 +220,9 @@ func TestSegmentedGzipIsServedAsItsPieces(t *testing.T) {
 	}
 	if v.GzipLen() < joinBelow {
 		t.Fatalf("GzipLen %d: the test needs a payload of more than %d bytes", v.GzipLen(), joinBelow)
+	}
+	if !slices.ContainsFunc(v.gz, func(p []byte) bool { return len(p) >= writeChunk }) {
+		t.Fatal("no piece of writeChunk bytes or more")
 	}
 	if len(v.gz) < len(segs) {
 		t.Fatalf("%d pieces for %d segments: the member was joined", len(v.gz), len(segs))
@@ -256,24 +266,34 @@ func TestSegmentedGzipIsServedAsItsPieces(t *testing.T) {
 }
 
 // TestShortWriterStopsWriteGzip: a writer that fails (a client gone) ends
-// WriteGzip with its error and the bytes it took.
+// WriteGzip with its error and the bytes it took, for every point of
+// failure (inside and between gathered writes, a piece written alone).
 func TestShortWriterStopsWriteGzip(t *testing.T) {
 	v, _ := segmentedPayload(t, 40)
 	if len(v.gz) < 2 {
 		t.Fatalf("%d piece(s): the test needs a payload of several", len(v.gz))
 	}
-	w := &failAfter{n: len(v.gz[0]) + 1}
-	n, err := v.WriteGzip(w)
-	if err == nil || n != int64(len(v.gz[0])) {
-		t.Fatalf("WriteGzip = %d, %v; want %d and the writer's error", n, err, len(v.gz[0]))
+	for _, limit := range []int{0, 1, len(v.gz[0]), writeChunk - 1, writeChunk, writeChunk + 7, v.GzipLen() - 1} {
+		w := &failAfter{n: limit}
+		n, err := v.WriteGzip(w)
+		if err == nil || n != int64(limit) {
+			t.Fatalf("writer failing after %d bytes: WriteGzip = %d, %v; want %d and its error", limit, n, err, limit)
+		}
+	}
+	var all bytes.Buffer
+	if n, err := v.WriteGzip(&all); err != nil || n != int64(v.GzipLen()) || !bytes.Equal(all.Bytes(), v.Gzip()) {
+		t.Fatalf("WriteGzip = %d, %v; want %d bytes equal to Gzip()", n, err, v.GzipLen())
 	}
 }
 
+// failAfter takes n bytes, then fails.
 type failAfter struct{ n int }
 
 func (f *failAfter) Write(p []byte) (int, error) {
 	if len(p) > f.n {
-		return 0, io.ErrShortWrite
+		m := f.n
+		f.n = 0
+		return m, io.ErrShortWrite
 	}
 	f.n -= len(p)
 	return len(p), nil
