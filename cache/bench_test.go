@@ -67,7 +67,7 @@ func BenchmarkReadOnlyHit(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			v, _ := c.Get(k)
-			if len(v.Gzip) == 0 {
+			if v.GzipLen() == 0 {
 				b.Error("empty value")
 			}
 		}
@@ -110,7 +110,7 @@ func BenchmarkMissLoad10MB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		gz = len(v.Gzip)
+		gz = v.GzipLen()
 	}
 	b.ReportMetric(100*float64(gz)/float64(len(p)), "gzip%")
 }
@@ -140,7 +140,7 @@ func BenchmarkGzipLevel10MB(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				gz = len(v.Gzip)
+				gz = v.GzipLen()
 			}
 			b.ReportMetric(100*float64(gz)/float64(len(p)), "gzip%")
 		})

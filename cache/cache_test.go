@@ -106,7 +106,7 @@ func TestGetBuildsGzipAndETag(t *testing.T) {
 	k := Key{Entity: Application, Name: AllApps, JSON: true}
 	v := mustGet(t, c, k)
 	wantPayload(t, v, r.payload(k, 0))
-	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestNotFoundIsCached(t *testing.T) {
 	k := Key{Entity: Application, Name: "GHOST", JSON: true}
 	for range 3 {
 		v := mustGet(t, c, k)
-		if !v.NotFound || v.Plain != nil || v.Gzip != nil || v.ETag != "" {
+		if !v.NotFound || v.Plain != nil || v.Gzip() != nil || v.ETag != "" {
 			t.Fatalf("value = %+v, want NotFound without bytes", v)
 		}
 	}

@@ -62,8 +62,12 @@
 //
 // A loader may write precompressed pieces (Segment, through SegmentWriter) besides plain
 // bytes. The cache frames everything written as one gzip member: plain bytes are compressed as
-// they come, segments are copied in (each is raw deflate without history ending on a sync
-// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). document's
+// they come, segments go in as they are (each is raw deflate without history ending on a sync
+// flush), and the CRC-32 is combined from the pieces' (as parallel gzip tools do). The member
+// is kept as that list of pieces, the segments shared with the loader and not copied
+// (Value.WriteGzip writes them in turn, Value.GzipLen is the Content-Length): a rebuild that
+// keeps most of a document allocates what it re-encoded, not the whole document again (50 MB
+// at 1M instances); a member under 64 KiB is joined into one slice. document's
 // loader keeps the segments of chunks of applications and re-encodes only the chunks whose
 // applications changed, so a rebuild after one registration in a 100k registry compresses a
 // few hundred KB instead of 110 MB. A payload is as old as its oldest segment (Value.Built),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestSegmentsMakeOneGzipMember(t *testing.T) {
 	if v.PlainLen != len(want) {
 		t.Fatalf("PlainLen = %d, want %d", v.PlainLen, len(want))
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestSegmentedGzipRealReaders(t *testing.T) {
 	v, want := segmentedPayload(t, 60)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "payload.gz")
-	if err := os.WriteFile(file, v.Gzip, 0o600); err != nil {
+	if err := os.WriteFile(file, v.Gzip(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sum := fmt.Sprintf("%d %x", len(want), crc32.ChecksumIEEE(want))
@@ -173,4 +174,127 @@ console.log(d.length+" "+((c^0xffffffff)>>>0).toString(16))`, file}},
 			}
 		})
 	}
+}
+
+// TestSegmentedGzipIsServedAsItsPieces: a payload larger than joinBelow
+// keeps the loader's segments as its pieces (shared, not copied: a refresh
+// that keeps most of a document does not allocate it again), and what
+// WriteGzip writes, piece after piece, is byte for byte the joined member
+// (Gzip), of GzipLen bytes, that inflates to the payload; so is WritePlain.
+func TestSegmentedGzipIsServedAsItsPieces(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var want bytes.Buffer
+	var segs []*Segment
+	v, err := streamValue(func(w io.Writer) (bool, error) {
+		sw := w.(SegmentWriter)
+		sw.Write([]byte(`{"applications":[`))
+		want.WriteString(`{"applications":[`)
+		for i := range 50 {
+			p := make([]byte, 2000+rng.IntN(4000))
+			for j := range p {
+				p[j] = 'a' + byte(rng.IntN(26))
+			}
+			if i == 25 { // a piece larger than WriteGzip's gathered writes (noise: stored blocks): written alone
+				p = make([]byte, writeChunk+rng.IntN(writeChunk))
+				for j := range p {
+					p[j] = byte(rng.Uint32())
+				}
+			}
+			want.Write(p)
+			s := NewSegment(p, time.Unix(int64(1000+i), 0))
+			segs = append(segs, s)
+			if err := sw.WriteSegment(s); err != nil {
+				return false, err
+			}
+			if i%10 == 9 { // plain bytes between segments
+				sw.Write([]byte(`,`))
+				want.WriteString(`,`)
+			}
+		}
+		sw.Write([]byte(`]}`))
+		want.WriteString(`]}`)
+		return true, nil
+	}, gzipLevel, func() time.Time { return time.Unix(5000, 0) }, time.Minute, time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GzipLen() < joinBelow {
+		t.Fatalf("GzipLen %d: the test needs a payload of more than %d bytes", v.GzipLen(), joinBelow)
+	}
+	if !slices.ContainsFunc(v.gz, func(p []byte) bool { return len(p) >= writeChunk }) {
+		t.Fatal("no piece of writeChunk bytes or more")
+	}
+	if len(v.gz) < len(segs) {
+		t.Fatalf("%d pieces for %d segments: the member was joined", len(v.gz), len(segs))
+	}
+	shared := 0
+	for _, p := range v.gz {
+		for _, s := range segs {
+			if len(p) > 0 && &p[0] == &s.Deflate[0] {
+				shared++
+			}
+		}
+	}
+	if shared != len(segs) {
+		t.Fatalf("%d of %d segments' bytes are pieces of the payload, want all (not copies)", shared, len(segs))
+	}
+	joined := v.Gzip()
+	if len(joined) != v.GzipLen() {
+		t.Fatalf("Gzip() is %d bytes, GzipLen %d", len(joined), v.GzipLen())
+	}
+	var served bytes.Buffer
+	n, err := v.WriteGzip(&served)
+	if err != nil || n != int64(v.GzipLen()) || !bytes.Equal(served.Bytes(), joined) {
+		t.Fatalf("WriteGzip wrote %d bytes (err %v), equal to Gzip(): %v", n, err, bytes.Equal(served.Bytes(), joined))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(joined))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr.Multistream(false)
+	got, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("the served member inflates to other bytes (err %v)", err)
+	}
+	var plain bytes.Buffer
+	if err := v.WritePlain(&plain); err != nil || !bytes.Equal(plain.Bytes(), want.Bytes()) {
+		t.Fatalf("WritePlain: %v, equal: %v", err, bytes.Equal(plain.Bytes(), want.Bytes()))
+	}
+	if v.PlainLen != want.Len() {
+		t.Fatalf("PlainLen %d, want %d", v.PlainLen, want.Len())
+	}
+}
+
+// TestShortWriterStopsWriteGzip: a writer that fails (a client gone) ends
+// WriteGzip with its error and the bytes it took, for every point of
+// failure (inside and between gathered writes, a piece written alone).
+func TestShortWriterStopsWriteGzip(t *testing.T) {
+	v, _ := segmentedPayload(t, 40)
+	if len(v.gz) < 2 {
+		t.Fatalf("%d piece(s): the test needs a payload of several", len(v.gz))
+	}
+	for _, limit := range []int{0, 1, len(v.gz[0]), writeChunk - 1, writeChunk, writeChunk + 7, v.GzipLen() - 1} {
+		w := &failAfter{n: limit}
+		n, err := v.WriteGzip(w)
+		if err == nil || n != int64(limit) {
+			t.Fatalf("writer failing after %d bytes: WriteGzip = %d, %v; want %d and its error", limit, n, err, limit)
+		}
+	}
+	var all bytes.Buffer
+	if n, err := v.WriteGzip(&all); err != nil || n != int64(v.GzipLen()) || !bytes.Equal(all.Bytes(), v.Gzip()) {
+		t.Fatalf("WriteGzip = %d, %v; want %d bytes equal to Gzip()", n, err, v.GzipLen())
+	}
+}
+
+// failAfter takes n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		m := f.n
+		f.n = 0
+		return m, io.ErrShortWrite
+	}
+	f.n -= len(p)
+	return len(p), nil
 }

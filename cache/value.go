@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -46,8 +47,15 @@ type Value struct {
 	Plain []byte
 	// PlainLen is the length of the encoded payload.
 	PlainLen int
-	// Gzip is the payload compressed with compress/gzip at load time; nil when NotFound.
-	Gzip []byte
+	// gz is the payload as one gzip member (nil when NotFound), kept as the
+	// pieces it was built from, in order: a loader's segments are shared, not
+	// copied, so a rebuild that keeps most of a document's segments allocates
+	// what it re-encoded and not the whole document again (50 MB of gzip at
+	// 1M instances, at every housekeeping refresh). WriteGzip writes them in
+	// turn; Gzip joins them.
+	gz [][]byte
+	// gzLen is the member's length, the sum of gz's.
+	gzLen int
 	// ETag is a quoted strong entity tag, the xxhash of Plain ("" when NotFound).
 	ETag string
 	// NotFound records that the loader reported "no such application". Like Eureka, which
@@ -73,6 +81,86 @@ type Value struct {
 // its Built). Zero for a payload without segments, which is rebuilt at
 // AutoExpiration.
 func (v *Value) Due() time.Time { return v.due }
+
+// GzipLen is the length of the gzip member (Content-Length); 0 when NotFound.
+func (v *Value) GzipLen() int { return v.gzLen }
+
+// WriteGzip writes the gzip member to w, its pieces one after another: the
+// bytes are those Gzip returns, without joining them. Pieces smaller than
+// writeChunk are gathered into writes of up to writeChunk bytes (a pooled
+// buffer): a response writer passes each write of a few KB to its socket
+// as one system call, and a document's segments are about 12 KB each.
+// It returns the bytes written and the first error.
+func (v *Value) WriteGzip(w io.Writer) (int64, error) {
+	if len(v.gz) == 1 {
+		n, err := w.Write(v.gz[0])
+		return int64(n), err
+	}
+	bp := writeBufs.Get().(*[]byte)
+	defer writeBufs.Put(bp)
+	buf := (*bp)[:0]
+	var n int64
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		m, err := w.Write(buf)
+		n += int64(m)
+		buf = buf[:0]
+		return err
+	}
+	for _, p := range v.gz {
+		if len(buf)+len(p) > writeChunk {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+		if len(p) >= writeChunk {
+			m, err := w.Write(p)
+			n += int64(m)
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
+		buf = append(buf, p...)
+	}
+	return n, flush()
+}
+
+// writeChunk is the size of WriteGzip's writes of gathered pieces.
+const writeChunk = 256 << 10
+
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeChunk); return &b }}
+
+// Gzip returns the gzip member as one slice: shared (do not modify) when it
+// is one piece, a new copy otherwise. Serving uses WriteGzip; this is for
+// tests and for a caller that needs the bytes whole. nil when NotFound.
+func (v *Value) Gzip() []byte {
+	switch len(v.gz) {
+	case 0:
+		return nil
+	case 1:
+		return v.gz[0]
+	}
+	b := make([]byte, 0, v.gzLen)
+	for _, p := range v.gz {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// gzipReader reads the gzip member's bytes, piece after piece.
+func (v *Value) gzipReader() io.Reader {
+	if len(v.gz) == 1 {
+		return bytes.NewReader(v.gz[0])
+	}
+	rs := make([]io.Reader, len(v.gz))
+	for i, p := range v.gz {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
+}
 
 // RevisionHeader is Revision formatted as a header's values (shared: do
 // not modify), nil when unknown, so that serving it allocates nothing.
@@ -139,7 +227,7 @@ func (v *Value) WritePlain(w io.Writer) error {
 		_, err := w.Write(v.Plain)
 		return err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	zr, err := gzip.NewReader(v.gzipReader())
 	if err != nil {
 		return err
 	}
@@ -273,11 +361,14 @@ func (vw *valueWriter) WriteSegment(s *Segment) error {
 	return nil
 }
 
-// close ends the member and returns it.
-func (vw *valueWriter) close() ([]byte, error) {
+// close ends the member and returns its pieces in order and their total
+// length. The segments are shared, not copied: a rebuild that keeps most
+// of a document allocates only what it encoded. A member smaller than
+// joinBelow is joined into one piece (cheap, and one write per read).
+func (vw *valueWriter) close() ([][]byte, int, error) {
 	if vw.pending {
 		if err := vw.fw.Close(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	} else {
 		vw.out.Write(finalBlock)
@@ -286,16 +377,26 @@ func (vw *valueWriter) close() ([]byte, error) {
 		putFlate(vw.fw, vw.level)
 		vw.fw = nil
 	}
+	last := appendGzipTrailer(vw.out.Bytes(), vw.crc, vw.n)
+	size := vw.size + len(last)
 	if len(vw.parts) == 0 {
-		return appendGzipTrailer(vw.out.Bytes(), vw.crc, vw.n), nil
+		return [][]byte{last}, size, nil
 	}
-	gz := make([]byte, 0, vw.size+vw.out.Len()+8)
-	for _, p := range vw.parts {
-		gz = append(gz, p...)
+	if size < joinBelow {
+		gz := make([]byte, 0, size)
+		for _, p := range vw.parts {
+			gz = append(gz, p...)
+		}
+		return [][]byte{append(gz, last...)}, size, nil
 	}
-	gz = append(gz, vw.out.Bytes()...)
-	return appendGzipTrailer(gz, vw.crc, vw.n), nil
+	// The tail is a few bytes in a buffer that may have grown for a larger
+	// piece before: keep a copy of its length.
+	return append(vw.parts, bytes.Clone(last)), size, nil
 }
+
+// joinBelow is the size under which a segmented gzip member is kept as
+// one slice.
+const joinBelow = 64 << 10
 
 // release returns the compressor of an abandoned payload.
 func (vw *valueWriter) release() {
@@ -324,7 +425,7 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 		}
 		return &Value{NotFound: true, Built: now()}, nil
 	}
-	gz, err := vw.close()
+	gz, gzLen, err := vw.close()
 	if err != nil {
 		return nil, err
 	}
@@ -332,9 +433,10 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	if plain == nil && vw.keep {
 		plain = []byte{}
 	}
+	v := &Value{gz: gz, gzLen: gzLen}
 	if vw.segs && vw.n <= MaxPlainKept {
 		// Small enough to keep plain: read it back.
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		zr, err := gzip.NewReader(v.gzipReader())
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +448,7 @@ func streamValue(write func(io.Writer) (bool, error), level int, now func() time
 	if !vw.oldest.IsZero() && vw.oldest.Before(built) {
 		built = vw.oldest
 	}
-	v := &Value{Plain: plain, PlainLen: int(vw.n), Gzip: gz, ETag: etagFromSum(vw.hash.Sum64()), Built: built, Revision: vw.rev, segmented: vw.segs, due: vw.due}
+	v.Plain, v.PlainLen, v.ETag, v.Built, v.Revision, v.segmented, v.due = plain, int(vw.n), etagFromSum(vw.hash.Sum64()), built, vw.rev, vw.segs, vw.due
 	if vw.rev > 0 {
 		v.revHeader = []string{strconv.FormatInt(vw.rev, 10)}
 	}

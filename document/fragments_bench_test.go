@@ -76,7 +76,7 @@ func BenchmarkRebuildAfterOneChange(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					return len(v.Gzip)
+					return v.GzipLen()
 				}
 				benchRebuildAfterEachChange(b, reg, n, build)
 			})
@@ -109,7 +109,7 @@ func BenchmarkBuildAll(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					size = len(v.Gzip)
+					size = v.GzipLen()
 				}
 				b.ReportMetric(float64(size), "gzip-bytes")
 			})

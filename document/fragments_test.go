@@ -34,7 +34,7 @@ func served(t *testing.T, c *cache.Cache, k cache.Key) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+	zr, err := gzip.NewReader(bytes.NewReader(v.Gzip()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestFragmentsReencodeOnlyWhatChanged(t *testing.T) {
 	if n == 0 || n > chunkMax {
 		t.Fatalf("after one registration a build encoded %d instances, want one chunk (<= %d)", n, chunkMax)
 	}
-	if !bytes.Contains(inflate(t, v.Gzip), []byte(`"host-99999:APP-123"`)) {
+	if !bytes.Contains(inflate(t, v.Gzip()), []byte(`"host-99999:APP-123"`)) {
 		t.Fatal("the new instance is not in the document")
 	}
 	clk.Advance(cache.DefaultAutoExpiration * 3 / 4)
@@ -192,7 +192,7 @@ func TestFragmentsChangeKeepsAgedChunks(t *testing.T) {
 	if n == 0 || n > chunkMax {
 		t.Fatalf("a change with every chunk due encoded %d instances, want its chunk (<= %d)", n, chunkMax)
 	}
-	if !bytes.Contains(inflate(t, v.Gzip), []byte(`"host-99999:APP-123"`)) {
+	if !bytes.Contains(inflate(t, v.Gzip()), []byte(`"host-99999:APP-123"`)) {
 		t.Fatal("the new instance is not in the document")
 	}
 	if _, m := build(cache.BuildValue); m != 10001-n {

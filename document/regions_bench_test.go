@@ -61,7 +61,7 @@ func BenchmarkRebuildWithRegion(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				return len(v.Gzip)
+				return v.GzipLen()
 			}
 			benchRebuildAfterEachChange(b, reg, n, build)
 		})

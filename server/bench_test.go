@@ -89,7 +89,7 @@ func BenchmarkStaticBytes10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := staticGzip(v.Gzip)
+	h := staticGzip(v.Gzip())
 	r := fullFetchRequest()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -195,7 +195,7 @@ func BenchmarkStaticHTTP10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchHTTPFetch(b, staticGzip(v.Gzip))
+	benchHTTPFetch(b, staticGzip(v.Gzip()))
 }
 
 // BenchmarkRegisterHTTP10k is a registration of a new instance (a Spring
@@ -221,4 +221,21 @@ func BenchmarkRegisterHTTP10k(b *testing.B) {
 			s.ServeHTTP(w, r)
 		}
 	})
+}
+
+// BenchmarkFullFetchHTTPSize is BenchmarkFullFetchHTTP10k and
+// BenchmarkStaticHTTP10k at 10k and 100k instances (a 100k document is
+// served as a few hundred pieces, the cache's segments): compare goreka
+// with static within a size, in one run.
+func BenchmarkFullFetchHTTPSize(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		s, _ := benchServer(b, n)
+		v, err := s.cache.Get(cache.Key{Entity: cache.Application, Name: cache.AllApps, JSON: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := v.Gzip()
+		b.Run(fmt.Sprintf("size=%d/goreka", n), func(b *testing.B) { benchHTTPFetch(b, s) })
+		b.Run(fmt.Sprintf("size=%d/static", n), func(b *testing.B) { benchHTTPFetch(b, staticGzip(body)) })
+	}
 }

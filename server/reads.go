@@ -59,10 +59,10 @@ func (s *Server) serveCachedRegions(c *gin.Context, e cache.Entity, name, region
 	}
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h["Content-Encoding"] = []string{"gzip"}
-		h["Content-Length"] = []string{strconv.Itoa(len(v.Gzip))}
+		h["Content-Length"] = []string{strconv.Itoa(v.GzipLen())}
 		c.Status(http.StatusOK)
 		if r.Method != http.MethodHead {
-			c.Writer.Write(v.Gzip)
+			v.WriteGzip(c.Writer) // its pieces in turn (a client gone is not an error to log)
 		}
 		return
 	}

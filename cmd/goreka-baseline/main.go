@@ -74,7 +74,7 @@ func payloads(f fleet.Fleet) (full, delta []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return fv.Gzip, dv.Gzip, nil
+	return fv.Gzip(), dv.Gzip(), nil
 }
 
 func router(full, delta []byte) *gin.Engine {
