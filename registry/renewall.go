@@ -25,7 +25,7 @@ const renewChunk = 256
 //
 // answer is called once per request, in the batch's order, with what Renew
 // would have returned for it; it is called outside the registry's locks
-// and may not write to the registry.
+// (it may write to the registry: the chunks after it see what it wrote).
 func (r *Registry) RenewAll(reqs []RenewRequest, answer func(i int, err error)) {
 	type item struct {
 		rn   Renewal

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -323,18 +324,20 @@ func (r *Relay) Delta(localDelta *registry.Applications) *registry.Applications 
 // alone; only the others are looked at instance by instance.
 func (s shadow) count(apps *registry.Applications, counts map[registry.Status]int) {
 	mayHide := map[string]bool{}
+	// Keyed upper-cased: hidden's registry lookup folds the name's case,
+	// so a copy application spelled otherwise may still be hidden.
 	for _, c := range s.r.reg.AppStatusCounts() {
-		mayHide[c.App] = true
+		mayHide[strings.ToUpper(c.App)] = true
 	}
 	for k := range s.removed {
-		mayHide[k.app] = true
+		mayHide[strings.ToUpper(k.app)] = true
 	}
 	for i := range apps.Apps {
 		a := &apps.Apps[i]
 		if !s.app(a.Name) {
 			continue
 		}
-		hides := mayHide[a.Name]
+		hides := mayHide[strings.ToUpper(a.Name)]
 		for j := range a.Instances {
 			if !hides || !s.hidden(a.Name, &a.Instances[j]) {
 				counts[a.Instances[j].Instance.Status]++

@@ -225,3 +225,45 @@ func TestWriteVerbs(t *testing.T) {
 		}
 	}
 }
+
+// TestPerAppRenewals: a relay's aggregated heartbeats posted by a user
+// restricted to some applications are authorized item by item, like a
+// batch: an item of another application answers 403 in its place and
+// renews nothing, the items around it keep their own answers (200, 400
+// for an item that is no heartbeat, 404 for an unknown lease), in order.
+func TestPerAppRenewals(t *testing.T) {
+	f := perAppFixture(t)
+	renews := func() float64 {
+		t.Helper()
+		mfs, err := f.m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n float64
+		for _, mf := range mfs {
+			if mf.GetName() == "goreka_renews_total" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	base := renews()
+	body := `{"replicationList":[` +
+		`{"appName":"ORDERS","id":"o-1","status":"UP","action":"Heartbeat"},` +
+		`{"appName":"PAYMENTS","id":"p-1","status":"UP","action":"Heartbeat"},` +
+		`{"appName":"ORDERS","id":"o-1","status":"UP","action":"Cancel"},` +
+		`{"appName":"ORDERS","id":"o-9","status":"UP","action":"Heartbeat"},` +
+		`{"appName":"ORDERS","id":"o-1","status":"UP","action":"Heartbeat"}]}`
+	for _, user := range []string{"orders:o-pw", "orders-peer:op-pw"} {
+		w := f.do(t, "POST", "/eureka/goreka/renewals", user, body)
+		expect(t, w, 200, `{"responseList":[{"statusCode":200},{"statusCode":403},{"statusCode":400},{"statusCode":404},{"statusCode":200}]}`)
+	}
+	if got := renews() - base; got != 4 {
+		t.Fatalf("%v heartbeats accepted, want 4 (ORDERS/o-1 twice per request; the refused PAYMENTS item renews nothing)", got)
+	}
+	if _, ok := f.reg.Get("ORDERS", "o-1"); !ok {
+		t.Fatal("a Cancel item inside renewals was applied")
+	}
+}

@@ -42,7 +42,13 @@ func (s *Server) renewals(c *gin.Context) {
 	}
 	reqs, codes, fast := scanRenewals(body, (*buf)[:0])
 	defer func() {
-		if fast && cap(reqs) <= maxPooledRenewals {
+		if !fast {
+			// The scan may have written into buf before it gave up.
+			clear((*buf)[:cap(*buf)])
+			renewBufs.Put(buf)
+			return
+		}
+		if cap(reqs) <= maxPooledRenewals {
 			clear(reqs) // the names point into this request's body
 			*buf = reqs[:0]
 			renewBufs.Put(buf)
