@@ -128,8 +128,12 @@ func (v *Value) WriteGzip(w io.Writer) (int64, error) {
 	return n, flush()
 }
 
-// writeChunk is the size of WriteGzip's writes of gathered pieces.
-const writeChunk = 256 << 10
+// writeChunk is the size of WriteGzip's writes of gathered pieces. Each
+// full fetch being written holds one such buffer for as long as its client
+// is slow to read (the joined document it replaced was shared by every
+// fetch): 64 KB keeps a thousand slow readers at 64 MB while still writing
+// five or so ~12 KB segments per system call.
+const writeChunk = 64 << 10
 
 var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeChunk); return &b }}
 
