@@ -2,7 +2,9 @@ package xds
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -128,6 +130,11 @@ func TestCodecDecodesRequestNamesAsTheTables(t *testing.T) {
 			t.Errorf("name %d is a copy of its own, not the table's", i)
 		}
 	}
+	// Decoding only reads the table: a client's names it does not hold
+	// (here "unknown") are not added, so clients cannot grow it.
+	if len(names.m) != 1 {
+		t.Errorf("the name table holds %d names after decoding, want its 1", len(names.m))
+	}
 	// A name that is not UTF-8 is refused, as the proto codec refuses it.
 	bad := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "\xff")
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bad)}, &got); err == nil {
@@ -136,5 +143,53 @@ func TestCodecDecodesRequestNamesAsTheTables(t *testing.T) {
 	// Truncated: an error, not a panic.
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(enc[:len(enc)-3])}, &got); err == nil {
 		t.Error("a truncated request was accepted")
+	}
+}
+
+// One response is sent to every stream that subscribes to it (the cache's
+// and the zone's bytes are shared): the codec encodes it on each stream's
+// goroutine at once, reading the shared bytes and writing nothing of
+// theirs (the race detector watches), each time proto.Marshal's bytes.
+func TestCodecMarshalsOneResponseOnManyStreams(t *testing.T) {
+	big := bytes.Repeat([]byte("endpoint"), 700)
+	sotw := &discovery.DiscoveryResponse{VersionInfo: "5", TypeUrl: resource.EndpointType, Nonce: "n",
+		Resources: []*anypb.Any{{TypeUrl: resource.EndpointType, Value: big}, {TypeUrl: resource.EndpointType, Value: big[:100]}}}
+	delta := &discovery.DeltaDiscoveryResponse{SystemVersionInfo: "5", TypeUrl: resource.EndpointType, Nonce: "n",
+		Resources: []*discovery.Resource{{Name: "orders", Version: "v5", Resource: &anypb.Any{TypeUrl: resource.EndpointType, Value: big}}}}
+	c := newCodec(nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		m := proto.Message(sotw)
+		if i%2 == 1 {
+			m = delta
+		}
+		want, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for range 50 {
+				out, err := c.Marshal(m)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got := out.Materialize()
+				out.Free()
+				if !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("%T: encoded bytes differ from proto.Marshal's", m)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if !bytes.Equal(big, bytes.Repeat([]byte("endpoint"), 700)) {
+		t.Error("the shared resource bytes were written to")
 	}
 }
