@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -281,23 +280,7 @@ func benchServerMemory(b *testing.B, mode string, n int) {
 		b.Fatal("the client process ended before its clients were in sync")
 	}
 
-	b.ReportAllocs()
-	b.ResetTimer()
-	var worst time.Duration
-	cpu0 := cpuTime()
-	for i := 0; b.Loop(); i++ {
-		app := fmt.Sprintf("APP-%04d", i%len(names))
-		in := inst(app, fmt.Sprintf("%s-new-%d", app, i), fmt.Sprintf("10.255.%d.%d", (i/250)%250, i%250+1), MetaZone, "z1")
-		in.VIPAddress = names[i%len(names)]
-		t0 := time.Now()
-		if _, err := reg.Register(in, false); err != nil {
-			b.Fatal(err)
-		}
-		all.wait(reg.Revision())
-		worst = max(worst, time.Since(t0))
-	}
-	b.StopTimer()
-	cpu := cpuTime() - cpu0
+	worst, cpu := pushes(b, reg, names, all.wait)
 	if all.last() == 1<<62 {
 		b.Fatal("the client process ended during the pushes")
 	}

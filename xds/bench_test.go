@@ -246,26 +246,11 @@ func benchPush(b *testing.B, mode string, n int) {
 				c.wait(start)
 			}
 
-			b.ReportAllocs()
-			b.ResetTimer()
-			var worst time.Duration
-			cpu0 := cpuTime()
-			for i := 0; b.Loop(); i++ {
-				app := fmt.Sprintf("APP-%04d", i%len(names))
-				in := inst(app, fmt.Sprintf("%s-new-%d", app, i), fmt.Sprintf("10.255.%d.%d", (i/250)%250, i%250+1), MetaZone, "z1")
-				in.VIPAddress = names[i%len(names)]
-				t0 := time.Now()
-				if _, err := reg.Register(in, false); err != nil {
-					b.Fatal(err)
-				}
-				rev := reg.Revision()
+			worst, cpu := pushes(b, reg, names, func(rev int64) {
 				for _, c := range clients {
 					c.wait(rev)
 				}
-				worst = max(worst, time.Since(t0))
-			}
-			b.StopTimer()
-			cpu := cpuTime() - cpu0
+			})
 			// Measured after the pushes, when each in-process client holds
 			// only its last (small) answer: the heap beyond the registry's
 			// is the xDS server's (index, caches, marshalled resources,
@@ -287,4 +272,27 @@ func benchPush(b *testing.B, mode string, n int) {
 			b.ReportMetric(float64(regHeap)/float64(n), "registry-B/instance")
 		}
 	}
+}
+
+// pushes is the measured loop of the push benchmarks: one registration per
+// op in an application of names (its VIP address the name), each waited
+// for by wait(the registry's revision) before the next; the worst push and
+// the process's CPU in the loop. The timer is stopped on return.
+func pushes(b *testing.B, reg *registry.Registry, names []string, wait func(rev int64)) (worst, cpu time.Duration) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; b.Loop(); i++ {
+		app := fmt.Sprintf("APP-%04d", i%len(names))
+		in := inst(app, fmt.Sprintf("%s-new-%d", app, i), fmt.Sprintf("10.255.%d.%d", (i/250)%250, i%250+1), MetaZone, "z1")
+		in.VIPAddress = names[i%len(names)]
+		t0 := time.Now()
+		if _, err := reg.Register(in, false); err != nil {
+			b.Fatal(err)
+		}
+		wait(reg.Revision())
+		worst = max(worst, time.Since(t0))
+	}
+	b.StopTimer()
+	return worst, cpuTime() - cpu0
 }
