@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -586,4 +587,49 @@ func TestStoredKeysAreForgottenWhenExpired(t *testing.T) {
 	r.bump()
 	c.Invalidate("", "", "")
 	wantPayload(t, mustGet(t, c, keep), r.payload(keep, 1))
+}
+
+// A pass publishes what it built before it builds the full registry
+// documents: a delta (or an application) invalidated with the full
+// registry reaches its readers while the full document is still being
+// built, instead of waiting for it (a relay's whole union, a 1M refresh:
+// seconds). The full document follows when its build ends.
+func TestPassPublishesTheDeltaBeforeTheFullRegistry(t *testing.T) {
+	clk := newClock()
+	r := newRegistry()
+	cfg := DefaultConfig()
+	cfg.Now = clk.Now
+	c := New(cfg, r.load)
+	full := Key{Entity: Application, Name: AllApps, JSON: true}
+	delta := Key{Entity: Application, Name: AllAppsDelta, JSON: true}
+	app := Key{Entity: Application, Name: "APP", JSON: true}
+	for _, k := range []Key{full, delta, app} {
+		mustGet(t, c, k)
+	}
+	for range 20 { // map order: the full key must wait whichever comes first
+		release := make(chan struct{})
+		r.mu.Lock()
+		r.blockFor[full] = release
+		r.mu.Unlock()
+		r.bump()
+		c.Invalidate("APP", "", "")
+		r.mu.Lock()
+		version := r.version
+		r.mu.Unlock()
+		done := make(chan int)
+		go func() { done <- c.rebuildDirty(true) }()
+		for _, k := range []Key{delta, app} {
+			deadline := time.Now().Add(time.Minute)
+			for !bytes.Equal(mustGet(t, c, k).Plain, r.payload(k, version)) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not published while the full registry was being built", k.Name)
+				}
+				runtime.Gosched()
+			}
+		}
+		wantPayload(t, mustGet(t, c, full), r.payload(full, version-1))
+		close(release)
+		<-done
+		wantPayload(t, mustGet(t, c, full), r.payload(full, version))
+	}
 }

@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -219,11 +221,26 @@ func (c *Cache) rebuildDirty(change bool) int {
 	clear(c.dirty)
 	c.mu.Unlock()
 
+	// The full registry documents go last, and what was built before them
+	// is published first: a full document is the pass's one build that
+	// can take seconds (a relay's union of its whole copy, a 1M registry's
+	// refresh), and a delta or an application waiting for it in the same
+	// pass would reach its readers that much later. Eureka's readOnly
+	// tier is copied key by key too; each document stays consistent with
+	// itself (its hash over its own content).
+	slices.SortStableFunc(keys, func(a, b Key) int { return cmp.Compare(b2i(isFullRegistry(a)), b2i(isFullRegistry(b))) })
 	updates := make(map[Key]*Value, len(keys))
 	var failed, kept []Key
-	dropped := 0
+	dropped, built := 0, 0
 	now := c.now()
 	for _, k := range keys {
+		if isFullRegistry(k) && len(updates) > 0 {
+			c.mu.Lock()
+			c.ro.publish(updates)
+			c.mu.Unlock()
+			built += len(updates)
+			clear(updates)
+		}
 		if isRegistryDocument(k) && !c.ro.wasRead(k) && (isClientsDocument(k) || now.Sub(c.ro.lastRead(k)) < c.cfg.AutoExpiration) {
 			// The full registry and the delta that Eureka's clients read (JSON, full
 			// form, no regions) are not dropped, nor another variant a client read in
@@ -269,7 +286,7 @@ func (c *Cache) rebuildDirty(change bool) int {
 	}
 	c.mu.Unlock()
 	c.stats.rebuilds.Add(1)
-	c.stats.rebuiltKeys.Add(uint64(len(updates) - dropped))
+	c.stats.rebuiltKeys.Add(uint64(built + len(updates) - dropped))
 	c.stats.unreadDropped.Add(uint64(dropped))
 	return len(keys)
 }
@@ -386,6 +403,15 @@ func isClientsDocument(k Key) bool { return k.JSON && !k.Compact && k.Regions ==
 
 // isRegistryDocument reports whether k is the full registry or the delta (any variant, any
 // regions).
+func isFullRegistry(k Key) bool { return k.Entity == Application && k.Name == AllApps }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func isRegistryDocument(k Key) bool {
 	return k.Entity == Application && (k.Name == AllApps || k.Name == AllAppsDelta)
 }
