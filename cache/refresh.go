@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -228,7 +227,15 @@ func (c *Cache) rebuildDirty(change bool) int {
 	// pass would reach its readers that much later. Eureka's readOnly
 	// tier is copied key by key too; each document stays consistent with
 	// itself (its hash over its own content).
-	slices.SortStableFunc(keys, func(a, b Key) int { return cmp.Compare(b2i(isFullRegistry(a)), b2i(isFullRegistry(b))) })
+	var full []Key
+	keys = slices.DeleteFunc(keys, func(k Key) bool {
+		if isFullRegistry(k) {
+			full = append(full, k)
+			return true
+		}
+		return false
+	})
+	keys = append(keys, full...)
 	updates := make(map[Key]*Value, len(keys))
 	var failed, kept []Key
 	dropped, built := 0, 0
@@ -404,13 +411,6 @@ func isClientsDocument(k Key) bool { return k.JSON && !k.Compact && k.Regions ==
 // isRegistryDocument reports whether k is the full registry or the delta (any variant, any
 // regions).
 func isFullRegistry(k Key) bool { return k.Entity == Application && k.Name == AllApps }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 func isRegistryDocument(k Key) bool {
 	return k.Entity == Application && (k.Name == AllApps || k.Name == AllAppsDelta)
