@@ -62,11 +62,7 @@ FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compa
 	compat:FuzzDecodeApplications compat:FuzzFastDecoderAgrees server:FuzzRouter cmd/goreka/config:FuzzParse \
 	snapshot:FuzzUnmarshal tlsconf:FuzzPKCS12KeyAliases server:FuzzScanRenewals
 fuzz:
-	@for pt in $(FUZZ_TARGETS); do \
-		p=$${pt%%:*}; t=$${pt#*:}; \
-		echo "fuzz ./$$p $$t ($(FUZZTIME))"; \
-		$(GO) test ./$$p -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) || exit 1; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) .ci/fuzz.sh $(FUZZ_TARGETS)
 
 # deploy/: helm lint and helm template of the chart, every rendered and
 # plain manifest decoded strictly into the Kubernetes API types, promtool
