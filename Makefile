@@ -62,7 +62,7 @@ FUZZ_TARGETS ?= compat:FuzzDecodeInstanceJSON compat:FuzzDecodeInstanceXML compa
 	compat:FuzzDecodeApplications compat:FuzzFastDecoderAgrees server:FuzzRouter cmd/goreka/config:FuzzParse \
 	snapshot:FuzzUnmarshal tlsconf:FuzzPKCS12KeyAliases server:FuzzScanRenewals
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) .ci/fuzz.sh $(FUZZ_TARGETS)
+	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" FUZZMINIMIZETIME="$(FUZZMINIMIZETIME)" .ci/fuzz.sh $(FUZZ_TARGETS)
 
 # deploy/: helm lint and helm template of the chart, every rendered and
 # plain manifest decoded strictly into the Kubernetes API types, promtool
